@@ -1,0 +1,56 @@
+"""The exceptions cyxla raises, from Python and from its C++ core."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CompileError",
+    "DtypeError",
+    "InvalidArgumentError",
+    "PjrtError",
+    "PlatformMismatchError",
+    "PluginError",
+    "PluginLoadError",
+    "PluginNotFoundError",
+    "PluginVersionError",
+    "UnsupportedProgramError",
+]
+
+
+class PluginError(RuntimeError):
+    """A PJRT plugin could not be found, loaded or used."""
+
+
+class PluginNotFoundError(PluginError):
+    """No installed plugin provides the requested platform."""
+
+
+class PluginLoadError(PluginError):
+    """A library could not be loaded as a PJRT plugin."""
+
+
+class PluginVersionError(PluginError):
+    """A plugin implements a PJRT API version that cyxla cannot use."""
+
+
+class PlatformMismatchError(PluginError):
+    """A program was lowered for another platform than the loaded plugin's."""
+
+
+class PjrtError(RuntimeError):
+    """The plugin reported an error; the message is the plugin's."""
+
+
+class CompileError(PjrtError):
+    """The plugin refused to compile a program."""
+
+
+class UnsupportedProgramError(TypeError):
+    """`lower` met something cyxla cannot carry: a dtype, an effect or a custom call."""
+
+
+class InvalidArgumentError(ValueError):
+    """An argument had the wrong count, shape or size."""
+
+
+class DtypeError(TypeError):
+    """An argument's dtype cannot be converted to the one the program takes."""

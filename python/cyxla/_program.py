@@ -1,0 +1,55 @@
+"""What `lower` produces: a program's StableHLO and everything needed to run it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cyxla._dtypes import ElementType, element_type_of
+
+__all__ = ["Program", "TensorSpec"]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The shape and dtype of one input or output of a program."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def element_type(self) -> ElementType:
+        """The PJRT element type, as native code names it (PJRT_Buffer_Type)."""
+        element_type = element_type_of(self.dtype)
+        assert element_type is not None, "lower admits supported dtypes only"
+        return element_type
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Program:
+    """A lowered JAX function, ready for `compile_program`.
+
+    Inputs are the flattened leaves of the arguments given to `lower`, and outputs the
+    flattened leaves of the function's result in `jax.tree` order; `output_tree`
+    rebuilds the result's structure from them (`jax.tree.unflatten`).
+    """
+
+    #: A portable StableHLO artifact (VHLO bytecode) at `stablehlo_version`.
+    stablehlo: bytes = field(repr=False)
+    stablehlo_version: str
+    platform: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    #: The custom-call targets the program calls.
+    custom_calls: tuple[str, ...]
+    name: str
+    output_tree: Any = field(repr=False, compare=False)

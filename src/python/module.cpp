@@ -1,0 +1,197 @@
+// The nanobind module cyxla._core: the C++ runtime as Python sees it.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstring>
+
+#include "pjrt/plugin.hpp"
+#include "runtime/executable.hpp"
+#include "runtime/runtime.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace cyxla {
+namespace {
+
+using HostArray = nb::ndarray<nb::device::cpu, nb::c_contig>;
+using SpecTuple = std::pair<int, std::vector<int64_t>>;
+
+std::vector<TensorSpec> to_specs(const std::vector<SpecTuple>& tuples) {
+  std::vector<TensorSpec> specs;
+  specs.reserve(tuples.size());
+  for (const auto& [type, dims] : tuples) {
+    specs.push_back(TensorSpec{static_cast<PJRT_Buffer_Type>(type), dims});
+  }
+  return specs;
+}
+
+std::vector<SpecTuple> from_specs(const std::vector<TensorSpec>& specs) {
+  std::vector<SpecTuple> tuples;
+  tuples.reserve(specs.size());
+  for (const TensorSpec& s : specs) tuples.emplace_back(static_cast<int>(s.type), s.dims);
+  return tuples;
+}
+
+/// Client options from Python: bool, int, float, str or a sequence of ints. Dispatched
+/// on the Python type, since bool is also an int.
+std::vector<pjrt::NamedValue> to_named_values(const nb::dict& options) {
+  std::vector<pjrt::NamedValue> values;
+  for (auto [key, value] : options) {
+    std::string name = nb::cast<std::string>(key);
+    if (PyBool_Check(value.ptr())) {
+      values.push_back({name, nb::cast<bool>(value)});
+    } else if (PyLong_Check(value.ptr())) {
+      values.push_back({name, nb::cast<int64_t>(value)});
+    } else if (PyFloat_Check(value.ptr())) {
+      values.push_back({name, nb::cast<float>(value)});
+    } else if (PyUnicode_Check(value.ptr())) {
+      values.push_back({name, nb::cast<std::string>(value)});
+    } else {
+      std::vector<int64_t> list;
+      if (!nb::try_cast(value, list)) {
+        throw Error(ErrorKind::InvalidArgument,
+                    "client option '" + name + "' must be a bool, int, float, str or a list of "
+                    "ints, not " + nb::cast<std::string>(nb::str(value.type().attr("__name__"))));
+      }
+      values.push_back({name, std::move(list)});
+    }
+  }
+  return values;
+}
+
+/// The Python error class of `kind`, from cyxla._errors (looked up on the cold path).
+nb::object error_class(ErrorKind kind) {
+  static constexpr std::array names = {"InvalidArgumentError", "DtypeError", "PluginLoadError",
+                                       "PluginVersionError", "CompileError", "PjrtError"};
+  return nb::module_::import_("cyxla._errors").attr(names[static_cast<size_t>(kind)]);
+}
+
+/// Checks one array against the spec it is bound to; `role` is "input" or "output".
+void check_array(const HostArray& array, const TensorSpec& spec, size_t index, const char* role) {
+  if (array.nbytes() != spec.bytes()) {
+    throw Error(ErrorKind::InvalidArgument,
+                std::string(role) + " " + std::to_string(index) + " has " +
+                    std::to_string(array.nbytes()) + " bytes, the program's " + spec.to_string() +
+                    " has " + std::to_string(spec.bytes()));
+  }
+}
+
+void execute(const Executable& executable, const std::vector<HostArray>& inputs,
+             const std::vector<HostArray>& outputs) {
+  const auto& in_specs = executable.inputs();
+  const auto& out_specs = executable.outputs();
+  if (inputs.size() != in_specs.size() || outputs.size() != out_specs.size()) {
+    throw Error(ErrorKind::InvalidArgument,
+                "expected " + std::to_string(in_specs.size()) + " inputs and " +
+                    std::to_string(out_specs.size()) + " outputs, given " +
+                    std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+  }
+  std::vector<const void*> in_data(inputs.size());
+  std::vector<void*> out_data(outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_array(inputs[i], in_specs[i], i, "input");
+    in_data[i] = inputs[i].data();
+  }
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    check_array(outputs[j], out_specs[j], j, "output");
+    out_data[j] = outputs[j].data();
+  }
+  nb::gil_scoped_release release;
+  executable.execute(in_data, out_data);
+}
+
+}  // namespace
+}  // namespace cyxla
+
+NB_MODULE(_core, m) {
+  using namespace cyxla;
+  m.doc() = "The C++ runtime of cyxla: plugins, clients and executables.";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      nb::object cls = error_class(e.kind());
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+
+  m.attr("PJRT_API_MAJOR") = CYXLA_PJRT_API_MAJOR;
+  m.attr("PJRT_API_MINOR") = CYXLA_PJRT_API_MINOR;
+  m.attr("OLDEST_PJRT_API_MINOR") = pjrt::kOldestMinor;
+  m.attr("HOST_ALIGNMENT") = kHostAlignment;
+
+  nb::class_<pjrt::Plugin>(m, "Plugin", "A loaded PJRT plugin library.")
+      .def_static("load", &pjrt::Plugin::load, "path"_a,
+                  "Loads, checks and initializes the plugin at `path` (once per process).")
+      .def_prop_ro("path", &pjrt::Plugin::path)
+      .def_prop_ro("version",
+                   [](const pjrt::Plugin& p) {
+                     return std::make_tuple(p.version().major, p.version().minor);
+                   })
+      .def_prop_ro("attributes", [](const pjrt::Plugin& p) {
+        nb::dict out;
+        for (const auto& a : p.attributes()) {
+          out[a.name.c_str()] = std::visit([](const auto& v) { return nb::cast(v); }, a.value);
+        }
+        return out;
+      });
+
+  nb::class_<Runtime>(m, "Runtime", "A client of one plugin, bound to its first device.")
+      .def_static(
+          "create",
+          [](std::shared_ptr<const pjrt::Plugin> plugin, const nb::dict& options) {
+            auto values = to_named_values(options);
+            nb::gil_scoped_release release;
+            return Runtime::create(std::move(plugin), values);
+          },
+          "plugin"_a, "options"_a)
+      .def_prop_ro("platform", &Runtime::platform)
+      .def_prop_ro("platform_version", &Runtime::platform_version)
+      .def_prop_ro("device_count", &Runtime::device_count)
+      .def_prop_ro("host_is_device", &Runtime::host_is_device)
+      .def(
+          "compile",
+          [](const Runtime& r, nb::bytes code, nb::bytes options,
+             const std::vector<SpecTuple>& inputs) {
+            std::string_view c(code.c_str(), code.size());
+            std::string_view o(options.c_str(), options.size());
+            auto specs = to_specs(inputs);
+            nb::gil_scoped_release release;
+            return r.compile(c, o, std::move(specs));
+          },
+          "code"_a, "options"_a, "inputs"_a)
+      .def(
+          "deserialize",
+          [](const Runtime& r, nb::bytes serialized, const std::vector<SpecTuple>& inputs) {
+            std::string_view s(serialized.c_str(), serialized.size());
+            auto specs = to_specs(inputs);
+            nb::gil_scoped_release release;
+            return r.deserialize(s, std::move(specs));
+          },
+          "serialized"_a, "inputs"_a);
+
+  nb::class_<Executable>(m, "Executable", "A compiled program on the runtime's device.")
+      .def_prop_ro("inputs", [](const Executable& e) { return from_specs(e.inputs()); })
+      .def_prop_ro("outputs", [](const Executable& e) { return from_specs(e.outputs()); })
+      .def_prop_ro("output_bytes", &Executable::output_bytes)
+      .def("execute", &execute, "inputs"_a, "outputs"_a,
+           "Runs the program: reads `inputs`, writes `outputs` (C-contiguous host arrays).")
+      .def("serialize",
+           [](const Executable& e) {
+             std::string s = e.serialize();
+             return nb::bytes(s.data(), s.size());
+           })
+      .def("fingerprint", [](const Executable& e) {
+        std::string s = e.fingerprint();
+        return nb::bytes(s.data(), s.size());
+      });
+}

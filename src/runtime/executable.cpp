@@ -1,0 +1,199 @@
+// Reading an executable's outputs, and execute(): host memory in, host memory out.
+#include "runtime/executable.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/element_type.hpp"
+#include "runtime/runtime.hpp"
+
+namespace cyxla {
+namespace {
+
+/// `n` default-constructed values, inline for the usual argument counts so that the
+/// hot path allocates nothing; on the heap beyond that.
+template <class T, size_t N = 16>
+class SmallArray {
+ public:
+  explicit SmallArray(size_t n) : size_(n) {
+    if (n > N) heap_.resize(n);
+  }
+  T* data() noexcept { return size_ > N ? heap_.data() : inline_.data(); }
+  T& operator[](size_t i) noexcept { return data()[i]; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  size_t size_;
+  std::array<T, N> inline_{};
+  std::vector<T> heap_;
+};
+
+pjrt::Executable executable_of(const pjrt::Plugin& plugin, PJRT_LoadedExecutable* loaded) {
+  auto args = pjrt::make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
+  args.loaded_executable = loaded;
+  CYXLA_PJRT_CALL(plugin, PJRT_LoadedExecutable_GetExecutable, args);
+  return pjrt::Executable(plugin.api(), args.executable);
+}
+
+std::vector<TensorSpec> output_specs(const pjrt::Plugin& plugin, PJRT_Executable* executable) {
+  auto types = pjrt::make_args<PJRT_Executable_OutputElementTypes_Args>();
+  types.executable = executable;
+  CYXLA_PJRT_CALL(plugin, PJRT_Executable_OutputElementTypes, types);
+  auto dims = pjrt::make_args<PJRT_Executable_OutputDimensions_Args>();
+  dims.executable = executable;
+  CYXLA_PJRT_CALL(plugin, PJRT_Executable_OutputDimensions, dims);
+  if (dims.num_outputs != types.num_output_types) {
+    throw Error(ErrorKind::Pjrt, "the plugin reports " + std::to_string(types.num_output_types) +
+                                     " output types but " + std::to_string(dims.num_outputs) +
+                                     " output shapes");
+  }
+  std::vector<TensorSpec> specs(types.num_output_types);
+  const int64_t* next = dims.dims;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    specs[i].type = types.output_types[i];
+    specs[i].dims.assign(next, next + dims.dim_sizes[i]);
+    next += dims.dim_sizes[i];
+    if (element_size(specs[i].type) == 0) {
+      throw Error(ErrorKind::TypeMismatch, "output " + std::to_string(i) + " has element type " +
+                                               std::string(element_type_name(specs[i].type)) +
+                                               ", which cyxla does not support");
+    }
+  }
+  return specs;
+}
+
+void await(const pjrt::Plugin& plugin, PJRT_Event* event, std::string_view what) {
+  if (event == nullptr) return;
+  pjrt::Event owned(plugin.api(), event);
+  auto args = pjrt::make_args<PJRT_Event_Await_Args>();
+  args.event = event;
+  pjrt::check(plugin.api(), plugin.api()->PJRT_Event_Await(&args), what);
+}
+
+}  // namespace
+
+Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
+                       std::vector<TensorSpec> inputs)
+    : runtime_(std::move(runtime)), loaded_(std::move(loaded)), inputs_(std::move(inputs)) {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (element_size(inputs_[i].type) == 0) {
+      throw Error(ErrorKind::TypeMismatch,
+                  "input " + std::to_string(i) + " has an element type cyxla does not support");
+    }
+  }
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  pjrt::Executable executable = executable_of(plugin, loaded_.get());
+  outputs_ = output_specs(plugin, executable.get());
+  for (const TensorSpec& spec : outputs_) output_bytes_.push_back(spec.bytes());
+}
+
+void Executable::execute(std::span<const void* const> inputs,
+                         std::span<void* const> outputs) const {
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  const PJRT_Api* api = plugin.api();
+  const size_t n_in = inputs_.size();
+  const size_t n_out = outputs_.size();
+  if (inputs.size() != n_in || outputs.size() != n_out) {
+    throw Error(ErrorKind::InvalidArgument,
+                "the program takes " + std::to_string(n_in) + " inputs and " +
+                    std::to_string(n_out) + " outputs, given " + std::to_string(inputs.size()) +
+                    " and " + std::to_string(outputs.size()));
+  }
+
+  SmallArray<pjrt::Buffer> in(n_in);
+  SmallArray<PJRT_Buffer*> in_raw(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const TensorSpec& spec = inputs_[i];
+    const void* data = inputs[i];
+    if (data == nullptr && spec.bytes() != 0) {
+      throw Error(ErrorKind::InvalidArgument, "input " + std::to_string(i) + " is a null pointer");
+    }
+    // On the CPU an aligned array becomes the buffer itself; anything else is copied.
+    const bool alias = runtime_->host_is_device() &&
+                       reinterpret_cast<uintptr_t>(data) % kHostAlignment == 0;
+    auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
+    args.client = runtime_->client();
+    args.data = data;
+    args.type = spec.type;
+    args.dims = spec.dims.data();
+    args.num_dims = spec.dims.size();
+    args.host_buffer_semantics = alias ? PJRT_HostBufferSemantics_kImmutableZeroCopy
+                                       : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+    args.device = runtime_->device();
+    pjrt::check(api, api->PJRT_Client_BufferFromHostBuffer(&args),
+                "PJRT_Client_BufferFromHostBuffer");
+    in[i] = pjrt::Buffer(api, args.buffer);
+    in_raw[i] = args.buffer;
+    // The host memory stays valid until `in[i]` is destroyed, after the outputs are read.
+    pjrt::Event done(api, args.done_with_host_buffer);
+  }
+
+  SmallArray<PJRT_Buffer*> out_raw(n_out);
+  PJRT_Buffer* const* argument_list = in_raw.data();
+  PJRT_Buffer** output_list = out_raw.data();
+  PJRT_Event* complete = nullptr;
+  auto options = pjrt::make_args<PJRT_ExecuteOptions>();
+  auto args = pjrt::make_args<PJRT_LoadedExecutable_Execute_Args>();
+  args.executable = loaded_.get();
+  args.options = &options;
+  args.argument_lists = &argument_list;
+  args.num_devices = 1;
+  args.num_args = n_in;
+  args.output_lists = &output_list;
+  args.device_complete_events = &complete;
+  pjrt::check(api, api->PJRT_LoadedExecutable_Execute(&args), "PJRT_LoadedExecutable_Execute");
+
+  SmallArray<pjrt::Buffer> out(n_out);
+  for (size_t j = 0; j < n_out; ++j) out[j] = pjrt::Buffer(api, out_raw[j]);
+  await(plugin, complete, "executing the program");
+
+  for (size_t j = 0; j < n_out; ++j) {
+    if (output_bytes_[j] == 0) continue;
+    if (outputs[j] == nullptr) {
+      throw Error(ErrorKind::InvalidArgument, "output " + std::to_string(j) + " is a null pointer");
+    }
+    if (runtime_->host_is_device()) {
+      // The result is in host memory already: copy it here, where PJRT_Buffer_ToHostBuffer
+      // would hand the copy to a worker thread and wake us when it is done.
+      auto where = pjrt::make_args<PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args>();
+      where.buffer = out_raw[j];
+      pjrt::check(api, api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&where),
+                  "PJRT_Buffer_OpaqueDeviceMemoryDataPointer");
+      std::memcpy(outputs[j], where.device_memory_ptr, output_bytes_[j]);
+      continue;
+    }
+    auto copy = pjrt::make_args<PJRT_Buffer_ToHostBuffer_Args>();
+    copy.src = out_raw[j];
+    copy.dst = outputs[j];
+    copy.dst_size = output_bytes_[j];
+    pjrt::check(api, api->PJRT_Buffer_ToHostBuffer(&copy), "PJRT_Buffer_ToHostBuffer");
+    await(plugin, copy.event, "copying an output to the host");
+  }
+}
+
+std::string Executable::serialize() const {
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  pjrt::Executable executable = executable_of(plugin, loaded_.get());
+  auto args = pjrt::make_args<PJRT_Executable_Serialize_Args>();
+  args.executable = executable.get();
+  CYXLA_PJRT_CALL(plugin, PJRT_Executable_Serialize, args);
+  std::string bytes(args.serialized_bytes, args.serialized_bytes_size);
+  if (args.serialized_executable_deleter != nullptr) {
+    args.serialized_executable_deleter(args.serialized_executable);
+  }
+  return bytes;
+}
+
+std::string Executable::fingerprint() const {
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  if (!plugin.has<&PJRT_Api::PJRT_Executable_Fingerprint>()) return {};
+  pjrt::Executable executable = executable_of(plugin, loaded_.get());
+  auto args = pjrt::make_args<PJRT_Executable_Fingerprint_Args>();
+  args.executable = executable.get();
+  CYXLA_PJRT_CALL(plugin, PJRT_Executable_Fingerprint, args);
+  if (args.executable_fingerprint == nullptr) return {};
+  return std::string(args.executable_fingerprint, args.executable_fingerprint_size);
+}
+
+}  // namespace cyxla

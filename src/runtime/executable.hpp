@@ -1,0 +1,48 @@
+// A compiled program on the runtime's device, and the hot path that runs it.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pjrt/handles.hpp"
+#include "runtime/tensor_spec.hpp"
+
+namespace cyxla {
+
+class Runtime;
+
+/// Inputs aligned to this many bytes are aliased by CPU buffers instead of copied.
+inline constexpr size_t kHostAlignment = 64;
+
+class Executable {
+ public:
+  Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
+             std::vector<TensorSpec> inputs);
+
+  const std::vector<TensorSpec>& inputs() const noexcept { return inputs_; }
+  const std::vector<TensorSpec>& outputs() const noexcept { return outputs_; }
+  const std::vector<size_t>& output_bytes() const noexcept { return output_bytes_; }
+  const Runtime& runtime() const noexcept { return *runtime_; }
+
+  /// Runs the program on host memory: `inputs[i]` holds a dense row-major array of
+  /// inputs()[i], `outputs[j]` receives output_bytes()[j] bytes. The caller checks the
+  /// counts and types; this checks nothing on the hot path but null pointers.
+  /// Safe to call from many threads at once. Throws cyxla::Error.
+  void execute(std::span<const void* const> inputs, std::span<void* const> outputs) const;
+
+  /// The plugin's serialized form, loadable with Runtime::deserialize.
+  std::string serialize() const;
+  /// The plugin's fingerprint of the compiled code ("" if it has none).
+  std::string fingerprint() const;
+
+ private:
+  std::shared_ptr<const Runtime> runtime_;
+  pjrt::LoadedExecutable loaded_;
+  std::vector<TensorSpec> inputs_;
+  std::vector<TensorSpec> outputs_;
+  std::vector<size_t> output_bytes_;
+};
+
+}  // namespace cyxla

@@ -1,0 +1,79 @@
+// Creating the client and turning programs into executables.
+#include "runtime/runtime.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "runtime/element_type.hpp"
+#include "runtime/executable.hpp"
+
+namespace cyxla {
+
+std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plugin,
+                                         const std::vector<pjrt::NamedValue>& options) {
+  auto runtime = std::make_shared<Runtime>(Key{}, std::move(plugin));
+  const pjrt::Plugin& p = *runtime->plugin_;
+
+  std::vector<PJRT_NamedValue> pjrt_options = pjrt::to_pjrt(options);
+  auto create = pjrt::make_args<PJRT_Client_Create_Args>();
+  create.create_options = pjrt_options.data();
+  create.num_options = pjrt_options.size();
+  CYXLA_PJRT_CALL(p, PJRT_Client_Create, create);
+  runtime->client_ = pjrt::Client(p.api(), create.client);
+
+  auto name = pjrt::make_args<PJRT_Client_PlatformName_Args>();
+  name.client = create.client;
+  CYXLA_PJRT_CALL(p, PJRT_Client_PlatformName, name);
+  runtime->platform_.assign(name.platform_name, name.platform_name_size);
+  std::ranges::transform(runtime->platform_, runtime->platform_.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  runtime->host_is_device_ = runtime->platform_ == "cpu" || runtime->platform_ == "host";
+
+  auto version = pjrt::make_args<PJRT_Client_PlatformVersion_Args>();
+  version.client = create.client;
+  CYXLA_PJRT_CALL(p, PJRT_Client_PlatformVersion, version);
+  runtime->platform_version_.assign(version.platform_version, version.platform_version_size);
+
+  auto devices = pjrt::make_args<PJRT_Client_AddressableDevices_Args>();
+  devices.client = create.client;
+  CYXLA_PJRT_CALL(p, PJRT_Client_AddressableDevices, devices);
+  if (devices.num_addressable_devices == 0) {
+    throw Error(ErrorKind::Pjrt, "the " + runtime->platform_ + " client of " + p.path() +
+                                     " has no addressable device");
+  }
+  runtime->device_ = devices.addressable_devices[0];
+  runtime->device_count_ = devices.num_addressable_devices;
+  return runtime;
+}
+
+std::shared_ptr<Executable> Runtime::compile(std::string_view code,
+                                             std::string_view compile_options,
+                                             std::vector<TensorSpec> inputs) const {
+  auto program = pjrt::make_args<PJRT_Program>();
+  std::string code_copy(code);  // PJRT_Program.code is not const
+  program.code = code_copy.data();
+  program.code_size = code_copy.size();
+  program.format = "mlir";
+  program.format_size = 4;
+  auto args = pjrt::make_args<PJRT_Client_Compile_Args>();
+  args.client = client_.get();
+  args.program = &program;
+  args.compile_options = compile_options.data();
+  args.compile_options_size = compile_options.size();
+  CYXLA_PJRT_CALL(*plugin_, PJRT_Client_Compile, args, ErrorKind::Compile);
+  pjrt::LoadedExecutable loaded(plugin_->api(), args.executable);
+  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs));
+}
+
+std::shared_ptr<Executable> Runtime::deserialize(std::string_view serialized,
+                                                 std::vector<TensorSpec> inputs) const {
+  auto args = pjrt::make_args<PJRT_Executable_DeserializeAndLoad_Args>();
+  args.client = client_.get();
+  args.serialized_executable = serialized.data();
+  args.serialized_executable_size = serialized.size();
+  CYXLA_PJRT_CALL(*plugin_, PJRT_Executable_DeserializeAndLoad, args);
+  pjrt::LoadedExecutable loaded(plugin_->api(), args.loaded_executable);
+  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs));
+}
+
+}  // namespace cyxla

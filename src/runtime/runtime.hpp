@@ -1,0 +1,56 @@
+// The runtime of a process: one plugin, its client and the device programs run on.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pjrt/handles.hpp"
+#include "pjrt/plugin.hpp"
+#include "runtime/tensor_spec.hpp"
+
+namespace cyxla {
+
+class Executable;
+
+class Runtime : public std::enable_shared_from_this<Runtime> {
+ public:
+  /// Creates a client of `plugin` with `options` and picks its first addressable device.
+  static std::shared_ptr<Runtime> create(std::shared_ptr<const pjrt::Plugin> plugin,
+                                         const std::vector<pjrt::NamedValue>& options);
+
+  const pjrt::Plugin& plugin() const noexcept { return *plugin_; }
+  PJRT_Client* client() const noexcept { return client_.get(); }
+  PJRT_Device* device() const noexcept { return device_; }
+  /// The client's platform name, lower case ("cpu", "cuda", ...).
+  const std::string& platform() const noexcept { return platform_; }
+  const std::string& platform_version() const noexcept { return platform_version_; }
+  size_t device_count() const noexcept { return device_count_; }
+  /// Whether device buffers live in host memory, so inputs can alias it (the CPU).
+  bool host_is_device() const noexcept { return host_is_device_; }
+
+  /// Compiles StableHLO bytecode (`format` "mlir") with serialized CompileOptionsProto.
+  std::shared_ptr<Executable> compile(std::string_view code, std::string_view compile_options,
+                                      std::vector<TensorSpec> inputs) const;
+  /// Loads an executable that Executable::serialize produced with the same plugin.
+  std::shared_ptr<Executable> deserialize(std::string_view serialized,
+                                          std::vector<TensorSpec> inputs) const;
+
+ private:
+  struct Key {};
+
+ public:
+  Runtime(Key, std::shared_ptr<const pjrt::Plugin> plugin) : plugin_(std::move(plugin)) {}
+
+ private:
+  std::shared_ptr<const pjrt::Plugin> plugin_;
+  pjrt::Client client_;
+  PJRT_Device* device_ = nullptr;
+  size_t device_count_ = 0;
+  std::string platform_;
+  std::string platform_version_;
+  bool host_is_device_ = false;
+};
+
+}  // namespace cyxla
