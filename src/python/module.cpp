@@ -11,6 +11,8 @@
 #include <array>
 #include <cstring>
 
+#include "abi/registry.hpp"
+#include "abi/table.hpp"
 #include "pjrt/plugin.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
@@ -22,6 +24,7 @@ namespace cyxla {
 namespace {
 
 using HostArray = nb::ndarray<nb::device::cpu, nb::c_contig>;
+using ReadOnlyArray = nb::ndarray<nb::ro, nb::device::cpu, nb::c_contig>;
 using SpecTuple = std::pair<int, std::vector<int64_t>>;
 
 std::vector<TensorSpec> to_specs(const std::vector<SpecTuple>& tuples) {
@@ -75,7 +78,8 @@ nb::object error_class(ErrorKind kind) {
 }
 
 /// Checks one array against the spec it is bound to; `role` is "input" or "output".
-void check_array(const HostArray& array, const TensorSpec& spec, size_t index, const char* role) {
+template <class Array>
+void check_array(const Array& array, const TensorSpec& spec, size_t index, const char* role) {
   if (array.nbytes() != spec.bytes()) {
     throw Error(ErrorKind::InvalidArgument,
                 std::string(role) + " " + std::to_string(index) + " has " +
@@ -84,7 +88,7 @@ void check_array(const HostArray& array, const TensorSpec& spec, size_t index, c
   }
 }
 
-void execute(const Executable& executable, const std::vector<HostArray>& inputs,
+void execute(const Executable& executable, const std::vector<ReadOnlyArray>& inputs,
              const std::vector<HostArray>& outputs) {
   const auto& in_specs = executable.inputs();
   const auto& out_specs = executable.outputs();
@@ -128,6 +132,10 @@ NB_MODULE(_core, m) {
   m.attr("PJRT_API_MINOR") = CYXLA_PJRT_API_MINOR;
   m.attr("OLDEST_PJRT_API_MINOR") = pjrt::kOldestMinor;
   m.attr("HOST_ALIGNMENT") = kHostAlignment;
+  m.attr("ABI_VERSION") = CYXLA_ABI_VERSION;
+  m.attr("ABI_OLDEST_COMPATIBLE") = CYXLA_ABI_OLDEST_COMPATIBLE;
+  // The C API's function table, imported by extension modules through cyxla_import().
+  m.attr("_C_API") = nb::capsule(static_cast<const void*>(&abi::table()), CYXLA_CAPSULE_NAME);
 
   nb::class_<pjrt::Plugin>(m, "Plugin", "A loaded PJRT plugin library.")
       .def_static("load", &pjrt::Plugin::load, "path"_a,
@@ -183,6 +191,16 @@ NB_MODULE(_core, m) {
       .def_prop_ro("inputs", [](const Executable& e) { return from_specs(e.inputs()); })
       .def_prop_ro("outputs", [](const Executable& e) { return from_specs(e.outputs()); })
       .def_prop_ro("output_bytes", &Executable::output_bytes)
+      .def(
+          "_pjrt_pointers",
+          [](const Executable& e) {
+            // For the raw-PJRT floor of `cyxla bench`: (api, client, device, executable).
+            const Runtime& r = e.runtime();
+            return std::make_tuple(reinterpret_cast<uintptr_t>(r.plugin().api()),
+                                   reinterpret_cast<uintptr_t>(r.client()),
+                                   reinterpret_cast<uintptr_t>(r.device()),
+                                   reinterpret_cast<uintptr_t>(e.loaded()));
+          })
       .def("execute", &execute, "inputs"_a, "outputs"_a,
            "Runs the program: reads `inputs`, writes `outputs` (C-contiguous host arrays).")
       .def("serialize",
@@ -194,4 +212,9 @@ NB_MODULE(_core, m) {
         std::string s = e.fingerprint();
         return nb::bytes(s.data(), s.size());
       });
+
+  nb::class_<abi::Handle>(m, "NativeHandle",
+                          "One reference to an executable for native callers (cyxla.h).")
+      .def(nb::init<std::shared_ptr<Executable>>(), "executable"_a)
+      .def_prop_ro("value", &abi::Handle::value);
 }

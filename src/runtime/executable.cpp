@@ -1,33 +1,15 @@
 // Reading an executable's outputs, and execute(): host memory in, host memory out.
 #include "runtime/executable.hpp"
 
-#include <array>
 #include <cstdint>
 #include <cstring>
 
 #include "runtime/element_type.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/small_array.hpp"
 
 namespace cyxla {
 namespace {
-
-/// `n` default-constructed values, inline for the usual argument counts so that the
-/// hot path allocates nothing; on the heap beyond that.
-template <class T, size_t N = 16>
-class SmallArray {
- public:
-  explicit SmallArray(size_t n) : size_(n) {
-    if (n > N) heap_.resize(n);
-  }
-  T* data() noexcept { return size_ > N ? heap_.data() : inline_.data(); }
-  T& operator[](size_t i) noexcept { return data()[i]; }
-  size_t size() const noexcept { return size_; }
-
- private:
-  size_t size_;
-  std::array<T, N> inline_{};
-  std::vector<T> heap_;
-};
 
 pjrt::Executable executable_of(const pjrt::Plugin& plugin, PJRT_LoadedExecutable* loaded) {
   auto args = pjrt::make_args<PJRT_LoadedExecutable_GetExecutable_Args>();

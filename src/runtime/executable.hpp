@@ -25,6 +25,7 @@ class Executable {
   const std::vector<TensorSpec>& outputs() const noexcept { return outputs_; }
   const std::vector<size_t>& output_bytes() const noexcept { return output_bytes_; }
   const Runtime& runtime() const noexcept { return *runtime_; }
+  PJRT_LoadedExecutable* loaded() const noexcept { return loaded_.get(); }
 
   /// Runs the program on host memory: `inputs[i]` holds a dense row-major array of
   /// inputs()[i], `outputs[j]` receives output_bytes()[j] bytes. The caller checks the

@@ -1,0 +1,212 @@
+/* cyxla's native API: run compiled JAX programs from C, C++ or Cython, without the GIL.
+ *
+ * An extension module gets the function table once, at import time, from the Python
+ * module cyxla._core (a capsule named "cyxla._core._C_API"), the way NumPy's C API is
+ * imported:
+ *
+ *     #include <Python.h>
+ *     #include <cyxla/cyxla.h>
+ *     ... in the module's init function:
+ *     if (cyxla_import() < 0) return NULL;   // a Python exception is set
+ *
+ * after which cyxla_execute(...) and the other functions below call into the table. In
+ * C++, prefer <cyxla/cyxla.hpp>; in Cython, cimport cyxla._runtime.
+ *
+ * Versions. CYXLA_ABI_VERSION counts changes of this header. The table and every struct
+ * here only grow at the end: a runtime serves modules built against its own version or
+ * an older one down to CYXLA_ABI_OLDEST_COMPATIBLE, and cyxla_import() refuses a runtime
+ * older than the header (the module would call slots that runtime lacks). Structs that
+ * the caller fills for the runtime start with `struct_size`, so a newer runtime knows
+ * which fields an older caller set.
+ *
+ * Threads. Any number of threads may call cyxla_execute at once, on the same or on
+ * different executables. A ProgramSpec stays valid until cyxla_release_spec; calling
+ * cyxla_execute with a released spec, or after the executable was freed, returns
+ * CYXLA_ERROR_RELEASED instead of crashing. Release a spec only when no thread is
+ * still executing with it. Nothing here takes the GIL or calls Python, except
+ * cyxla_import.
+ */
+#ifndef CYXLA_CYXLA_H_
+#define CYXLA_CYXLA_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cyxla/pjrt_c_api.h" /* PJRT_Buffer_Type: the element types of inputs and outputs */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 (2026-12): the first version. */
+#define CYXLA_ABI_VERSION 1
+#define CYXLA_ABI_OLDEST_COMPATIBLE 1
+#define CYXLA_CAPSULE_NAME "cyxla._core._C_API"
+
+/* Inputs and outputs aliased by CPU buffers need this alignment; cyxla_aligned_memory
+ * returns it. */
+#define CYXLA_HOST_ALIGNMENT 64
+
+typedef enum cyxla_Status {
+  CYXLA_OK = 0,
+  CYXLA_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, a wrong count or a wrong size */
+  CYXLA_ERROR_TYPE_MISMATCH = 2,    /* an input's element type is not the program's */
+  CYXLA_ERROR_RELEASED = 3,         /* the spec was released or the executable freed */
+  CYXLA_ERROR_PJRT = 4,             /* the plugin reported an error */
+  CYXLA_ERROR_INTERNAL = 5,         /* out of memory or a bug in cyxla */
+} cyxla_Status;
+
+/* Where a failing call explains itself. Pass NULL where the message is not wanted. */
+typedef struct cyxla_Error {
+  cyxla_Status status;
+  char message[512]; /* NUL-terminated, truncated to fit */
+} cyxla_Error;
+
+/* One input array: dense, row-major, in host memory. On the CPU an input aligned to
+ * CYXLA_HOST_ALIGNMENT is read in place (no copy) and must not change during the call. */
+typedef struct cyxla_Input {
+  const void* data;
+  PJRT_Buffer_Type type; /* must equal the program's input type */
+  size_t nbytes;         /* must equal the program's input_bytes */
+} cyxla_Input;
+
+/* What a native caller needs to know about an executable. Filled by cyxla_get_spec;
+ * the arrays stay valid until cyxla_release_spec. */
+typedef struct cyxla_ProgramSpec {
+  size_t struct_size; /* the caller sets sizeof(cyxla_ProgramSpec) before cyxla_get_spec */
+  uint64_t executable; /* the runtime's handle; 0 after cyxla_release_spec */
+  size_t num_inputs;
+  size_t num_outputs;
+  const PJRT_Buffer_Type* input_types;
+  const size_t* input_ranks;
+  const int64_t* const* input_dims; /* input_dims[i][0 .. input_ranks[i]) */
+  const size_t* input_bytes;
+  const PJRT_Buffer_Type* output_types;
+  const size_t* output_ranks;
+  const int64_t* const* output_dims;
+  const size_t* output_bytes; /* the bytes cyxla_execute writes to outputs[j] */
+} cyxla_ProgramSpec;
+
+/* The function table. Entries are only appended; retired slots stay, set to NULL. */
+typedef struct cyxla_Api {
+  size_t struct_size;
+  int abi_version;       /* CYXLA_ABI_VERSION of the runtime */
+  int oldest_compatible; /* the oldest header version the runtime still serves */
+
+  /* Fills `spec` for the executable with `handle` (Executable.handle in Python) and holds
+   * it alive until cyxla_release_spec. */
+  cyxla_Status (*get_spec)(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* error);
+  /* Drops the spec's hold on its executable and sets spec->executable to 0. */
+  void (*release_spec)(cyxla_ProgramSpec* spec);
+  /* Runs the program: reads inputs[0 .. num_inputs), writes output_bytes[j] bytes to each
+   * outputs[j]. Allocates nothing on the heap for up to 16 inputs and 16 outputs. */
+  cyxla_Status (*execute)(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                          size_t num_inputs, void* const* outputs, size_t num_outputs,
+                          cyxla_Error* error);
+  /* Host memory aligned to CYXLA_HOST_ALIGNMENT (NULL if out of memory, or for 0 bytes),
+   * freed with free_aligned. */
+  void* (*aligned_memory)(size_t nbytes);
+  void (*free_aligned)(void* pointer);
+} cyxla_Api;
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ------------------------------------------------------------------ importing */
+/* Defined where Python.h was included first. Each translation unit keeps its own
+ * pointer to the table and imports it once (cyxla_import(), or on first use). */
+#ifdef PY_VERSION_HEX
+
+static const cyxla_Api* cyxla_api_table = NULL;
+
+/* Imports the table: 0 on success, -1 with a Python exception set. */
+static inline int cyxla_import(void) {
+  PyObject* module = PyImport_ImportModule("cyxla._core");
+  if (module == NULL) return -1;
+  PyObject* capsule = PyObject_GetAttrString(module, "_C_API");
+  Py_DECREF(module);
+  if (capsule == NULL) return -1;
+  const cyxla_Api* api = (const cyxla_Api*)PyCapsule_GetPointer(capsule, CYXLA_CAPSULE_NAME);
+  Py_DECREF(capsule);
+  if (api == NULL) return -1;
+  if (api->abi_version < CYXLA_ABI_VERSION) {
+    PyErr_Format(PyExc_ImportError,
+                 "this module was built against cyxla ABI version %d, but the installed cyxla "
+                 "provides version %d; upgrade cyxla",
+                 CYXLA_ABI_VERSION, api->abi_version);
+    return -1;
+  }
+  if (CYXLA_ABI_VERSION < api->oldest_compatible) {
+    PyErr_Format(PyExc_ImportError,
+                 "this module was built against cyxla ABI version %d, but the installed cyxla "
+                 "serves versions %d to %d; rebuild the module against the installed cyxla",
+                 CYXLA_ABI_VERSION, api->oldest_compatible, api->abi_version);
+    return -1;
+  }
+  if (api->struct_size < sizeof(cyxla_Api)) {
+    PyErr_Format(PyExc_ImportError,
+                 "the installed cyxla's function table has %zu bytes, this module needs %zu; "
+                 "upgrade cyxla",
+                 api->struct_size, sizeof(cyxla_Api));
+    return -1;
+  }
+  __atomic_store_n(&cyxla_api_table, api, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* The table, importing it on first use when the module did not call cyxla_import().
+ * That lazy import takes the GIL once: call cyxla_import() at module init if a thread
+ * that runs programs could wait on one that holds the GIL. */
+static inline const cyxla_Api* cyxla_api(void) {
+  const cyxla_Api* api = __atomic_load_n(&cyxla_api_table, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(api != NULL, 1)) return api;
+  if (!Py_IsInitialized()) return NULL;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (cyxla_import() < 0) PyErr_Clear();
+  PyGILState_Release(gil);
+  return __atomic_load_n(&cyxla_api_table, __ATOMIC_ACQUIRE);
+}
+
+static inline cyxla_Status cyxla_not_imported(cyxla_Error* error) {
+  if (error != NULL) {
+    error->status = CYXLA_ERROR_INTERNAL;
+    snprintf(error->message, sizeof(error->message), "%s",
+             "cannot import cyxla._core: call cyxla_import() at module init to see why");
+  }
+  return CYXLA_ERROR_INTERNAL;
+}
+
+static inline cyxla_Status cyxla_get_spec(uint64_t handle, cyxla_ProgramSpec* spec,
+                                          cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->get_spec(handle, spec, error) : cyxla_not_imported(error);
+}
+
+static inline void cyxla_release_spec(cyxla_ProgramSpec* spec) {
+  const cyxla_Api* api = cyxla_api();
+  if (api != NULL) api->release_spec(spec);
+}
+
+static inline cyxla_Status cyxla_execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                                         size_t num_inputs, void* const* outputs,
+                                         size_t num_outputs, cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->execute(spec, inputs, num_inputs, outputs, num_outputs, error)
+                     : cyxla_not_imported(error);
+}
+
+static inline void* cyxla_aligned_memory(size_t nbytes) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->aligned_memory(nbytes) : NULL;
+}
+
+static inline void cyxla_free_aligned(void* pointer) {
+  const cyxla_Api* api = cyxla_api();
+  if (api != NULL) api->free_aligned(pointer);
+}
+
+#endif /* PY_VERSION_HEX */
+
+#endif /* CYXLA_CYXLA_H_ */

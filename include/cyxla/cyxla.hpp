@@ -1,0 +1,160 @@
+// A header-only C++ layer over cyxla's C API (cyxla.h): RAII for specs and host memory,
+// spans, and exceptions on the caller's side of the boundary.
+//
+//   cyxla::native::import();                        // at module init, with the GIL
+//   cyxla::native::Program program(handle);         // handle: Executable.handle
+//   cyxla::native::HostArray x(program.input_bytes(0));
+//   ... fill x.data() ...
+//   program.execute({x.input(program.input_type(0))}, {y.data()});   // any thread, no GIL
+#ifndef CYXLA_CYXLA_HPP_
+#define CYXLA_CYXLA_HPP_
+
+#include <Python.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "cyxla/cyxla.h"
+
+namespace cyxla::native {
+
+/// A failed call of the C API: its status and message.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const cyxla_Error& error) : std::runtime_error(error.message), status_(error.status) {}
+  cyxla_Status status() const noexcept { return status_; }
+
+ private:
+  cyxla_Status status_;
+};
+
+/// Imports the function table; call with the GIL held, e.g. in the module's init.
+/// Throws std::runtime_error with the Python error's text (the Python error is cleared).
+inline void import() {
+  if (cyxla_import() == 0) return;
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  std::string message = "cannot import cyxla";
+  if (value != nullptr) {
+    if (PyObject* text = PyObject_Str(value)) {
+      if (const char* utf8 = PyUnicode_AsUTF8(text)) message += std::string(": ") + utf8;
+      Py_DECREF(text);
+    }
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  PyErr_Clear();
+  throw std::runtime_error(message);
+}
+
+/// Host memory aligned for zero-copy inputs, freed on destruction.
+class HostArray {
+ public:
+  HostArray() = default;
+  explicit HostArray(size_t nbytes) : data_(cyxla_aligned_memory(nbytes)), nbytes_(nbytes) {
+    if (nbytes != 0 && data_ == nullptr) throw std::bad_alloc();
+  }
+  HostArray(HostArray&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), nbytes_(std::exchange(other.nbytes_, 0)) {}
+  HostArray& operator=(HostArray&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(nbytes_, other.nbytes_);
+    return *this;
+  }
+  HostArray(const HostArray&) = delete;
+  HostArray& operator=(const HostArray&) = delete;
+  ~HostArray() {
+    if (data_ != nullptr) cyxla_free_aligned(data_);
+  }
+
+  void* data() const noexcept { return data_; }
+  size_t nbytes() const noexcept { return nbytes_; }
+  template <class T>
+  std::span<T> as() const noexcept {
+    return {static_cast<T*>(data_), nbytes_ / sizeof(T)};
+  }
+  /// This memory as an input of element type `type`.
+  cyxla_Input input(PJRT_Buffer_Type type) const noexcept { return {data_, type, nbytes_}; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+};
+
+/// A compiled program as native code holds it: a ProgramSpec, released on destruction.
+/// `execute` may be called from many threads at once; destroy the Program only after
+/// the last call returned.
+class Program {
+ public:
+  /// Takes hold of the executable with `handle` (Executable.handle in Python).
+  explicit Program(uint64_t handle) {
+    spec_.struct_size = sizeof(spec_);
+    cyxla_Error error{};
+    if (cyxla_get_spec(handle, &spec_, &error) != CYXLA_OK) throw Error(error);
+  }
+  Program(Program&& other) noexcept : spec_(other.spec_) { other.spec_.executable = 0; }
+  Program& operator=(Program&& other) noexcept {
+    std::swap(spec_, other.spec_);
+    return *this;
+  }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  ~Program() {
+    if (spec_.executable != 0) cyxla_release_spec(&spec_);
+  }
+
+  const cyxla_ProgramSpec& spec() const noexcept { return spec_; }
+  size_t num_inputs() const noexcept { return spec_.num_inputs; }
+  size_t num_outputs() const noexcept { return spec_.num_outputs; }
+  PJRT_Buffer_Type input_type(size_t i) const { return spec_.input_types[checked(i, num_inputs())]; }
+  PJRT_Buffer_Type output_type(size_t j) const {
+    return spec_.output_types[checked(j, num_outputs())];
+  }
+  std::span<const int64_t> input_shape(size_t i) const {
+    checked(i, num_inputs());
+    return {spec_.input_dims[i], spec_.input_ranks[i]};
+  }
+  std::span<const int64_t> output_shape(size_t j) const {
+    checked(j, num_outputs());
+    return {spec_.output_dims[j], spec_.output_ranks[j]};
+  }
+  size_t input_bytes(size_t i) const { return spec_.input_bytes[checked(i, num_inputs())]; }
+  size_t output_bytes(size_t j) const { return spec_.output_bytes[checked(j, num_outputs())]; }
+
+  /// Runs the program; throws cyxla::native::Error on failure.
+  void execute(std::span<const cyxla_Input> inputs, std::span<void* const> outputs) const {
+    cyxla_Error error{};
+    if (try_execute(inputs, outputs, &error) != CYXLA_OK) throw Error(error);
+  }
+  void execute(std::initializer_list<cyxla_Input> inputs,
+               std::initializer_list<void*> outputs) const {
+    execute(std::span(inputs.begin(), inputs.size()), std::span(outputs.begin(), outputs.size()));
+  }
+  /// Runs the program; reports failure as a status (and `error`, if given) instead.
+  cyxla_Status try_execute(std::span<const cyxla_Input> inputs, std::span<void* const> outputs,
+                           cyxla_Error* error = nullptr) const noexcept {
+    return cyxla_execute(&spec_, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                         error);
+  }
+
+ private:
+  static size_t checked(size_t index, size_t count) {
+    if (index >= count) {
+      throw std::out_of_range("index " + std::to_string(index) + " of " + std::to_string(count));
+    }
+    return index;
+  }
+
+  cyxla_ProgramSpec spec_{};
+};
+
+}  // namespace cyxla::native
+
+#endif  // CYXLA_CYXLA_HPP_

@@ -1,0 +1,61 @@
+# cyxla's native API (cyxla/cyxla.h) for Cython modules:
+#
+#     from cython.cimports.cyxla._runtime import ABI_VERSION, Input, ProgramSpec, execute
+#
+# Build with the directories of cyxla.get_include() (headers for the C compiler, the
+# second for Cython's -I), and call cyxla.check_abi(ABI_VERSION) at import.
+
+from libc.stdint cimport int64_t, uint64_t
+
+from cyxla._pjrt cimport PJRT_Buffer_Type
+
+
+cdef extern from "cyxla/cyxla.h" nogil:
+    enum:
+        ABI_VERSION "CYXLA_ABI_VERSION"
+        HOST_ALIGNMENT "CYXLA_HOST_ALIGNMENT"
+
+    ctypedef enum Status "cyxla_Status":
+        OK "CYXLA_OK"
+        ERROR_INVALID_ARGUMENT "CYXLA_ERROR_INVALID_ARGUMENT"
+        ERROR_TYPE_MISMATCH "CYXLA_ERROR_TYPE_MISMATCH"
+        ERROR_RELEASED "CYXLA_ERROR_RELEASED"
+        ERROR_PJRT "CYXLA_ERROR_PJRT"
+        ERROR_INTERNAL "CYXLA_ERROR_INTERNAL"
+
+    ctypedef struct Error "cyxla_Error":
+        Status status
+        char message[512]
+
+    ctypedef struct Input "cyxla_Input":
+        const void* data
+        PJRT_Buffer_Type type
+        size_t nbytes
+
+    ctypedef struct ProgramSpec "cyxla_ProgramSpec":
+        size_t struct_size
+        uint64_t executable
+        size_t num_inputs
+        size_t num_outputs
+        const PJRT_Buffer_Type* input_types
+        const size_t* input_ranks
+        const int64_t* const* input_dims
+        const size_t* input_bytes
+        const PJRT_Buffer_Type* output_types
+        const size_t* output_ranks
+        const int64_t* const* output_dims
+        const size_t* output_bytes
+
+    Status get_spec "cyxla_get_spec"(uint64_t handle, ProgramSpec* spec, Error* error)
+    void release_spec "cyxla_release_spec"(ProgramSpec* spec)
+    Status execute "cyxla_execute"(
+        const ProgramSpec* spec, const Input* inputs, size_t num_inputs,
+        void* const* outputs, size_t num_outputs, Error* error)
+    void* aligned_memory "cyxla_aligned_memory"(size_t nbytes)
+    void free_aligned "cyxla_free_aligned"(void* pointer)
+
+
+cdef extern from "cyxla/cyxla.h":
+    # Imports the function table now (it is otherwise imported on first use, which takes
+    # the GIL once); call it at module import.
+    int import_runtime "cyxla_import"() except -1

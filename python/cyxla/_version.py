@@ -1,0 +1,3 @@
+"""The version of cyxla."""
+
+__version__ = "0.1.0"

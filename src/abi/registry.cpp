@@ -1,0 +1,136 @@
+// The handle registry: slots in fixed chunks (their addresses never move), a free list,
+// and a generation per slot that invalidates old handles.
+#include "abi/registry.hpp"
+
+#include <thread>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace cyxla::abi {
+
+struct Registry::Slot {
+  std::atomic<uint32_t> generation{1};
+  std::atomic<uint32_t> in_flight{0};
+  std::atomic<const Entry*> live{nullptr};
+  uint32_t references = 0;      // guarded by the registry's mutex
+  std::unique_ptr<Entry> entry;  // likewise
+};
+
+namespace {
+
+constexpr uint64_t make_handle(size_t index, uint32_t generation) {
+  return (static_cast<uint64_t>(generation) << 32) | static_cast<uint64_t>(index + 1);
+}
+constexpr size_t index_of(uint64_t handle) { return static_cast<size_t>(handle & 0xffffffffu) - 1; }
+constexpr uint32_t generation_of(uint64_t handle) { return static_cast<uint32_t>(handle >> 32); }
+
+template <class Spec>
+void describe(const std::vector<Spec>& specs, std::vector<PJRT_Buffer_Type>& types,
+              std::vector<size_t>& ranks, std::vector<const int64_t*>& dims,
+              std::vector<size_t>& bytes) {
+  for (const auto& spec : specs) {
+    types.push_back(spec.type);
+    ranks.push_back(spec.dims.size());
+    dims.push_back(spec.dims.data());
+    bytes.push_back(spec.bytes());
+  }
+}
+
+}  // namespace
+
+Entry::Entry(std::shared_ptr<const Executable> exe) : executable(std::move(exe)) {
+  describe(executable->inputs(), input_types, input_ranks, input_dims, input_bytes);
+  describe(executable->outputs(), output_types, output_ranks, output_dims, output_bytes);
+}
+
+Registry& Registry::instance() {
+  static Registry registry;
+  return registry;
+}
+
+Registry::Slot* Registry::slot(size_t index) const noexcept {
+  if (index >= capacity_.load(std::memory_order_acquire)) return nullptr;
+  Slot* chunk = chunks_[index / kChunkSize].load(std::memory_order_acquire);
+  return chunk + index % kChunkSize;
+}
+
+uint64_t Registry::add(std::shared_ptr<const Executable> executable) {
+  auto entry = std::make_unique<Entry>(std::move(executable));
+  std::lock_guard lock(mutex_);
+  if (free_.empty()) {
+    const size_t chunk = owned_chunks_.size();
+    if (chunk == kMaxChunks) {
+      throw Error(ErrorKind::InvalidArgument, "more than " +
+                                                  std::to_string(kMaxChunks * kChunkSize) +
+                                                  " executables are registered at once");
+    }
+    owned_chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
+    chunks_[chunk].store(owned_chunks_.back().get(), std::memory_order_release);
+    for (size_t i = kChunkSize; i-- > 0;) {
+      free_.push_back(static_cast<uint32_t>(chunk * kChunkSize + i));
+    }
+    capacity_.store((chunk + 1) * kChunkSize, std::memory_order_release);
+  }
+  const uint32_t index = free_.back();
+  free_.pop_back();
+  Slot& s = *slot(index);
+  s.references = 1;
+  s.entry = std::move(entry);
+  s.live.store(s.entry.get(), std::memory_order_release);
+  return make_handle(index, s.generation.load());
+}
+
+const Entry* Registry::acquire(uint64_t handle) {
+  if (handle == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  Slot* s = slot(index_of(handle));
+  if (s == nullptr || s->generation.load() != generation_of(handle) || s->references == 0) {
+    return nullptr;
+  }
+  ++s->references;
+  return s->entry.get();
+}
+
+void Registry::release(uint64_t handle) {
+  if (handle == 0) return;
+  std::unique_ptr<Entry> dead;  // freed after the lock is dropped
+  {
+    std::lock_guard lock(mutex_);
+    Slot* s = slot(index_of(handle));
+    if (s == nullptr || s->generation.load() != generation_of(handle) || s->references == 0) {
+      return;
+    }
+    if (--s->references != 0) return;
+    // New calls now fail their generation check; wait for the ones already running.
+    s->generation.fetch_add(1);
+    s->live.store(nullptr);
+    while (s->in_flight.load() != 0) std::this_thread::yield();
+    dead = std::move(s->entry);
+    free_.push_back(static_cast<uint32_t>(index_of(handle)));
+  }
+}
+
+Registry::Use Registry::use(uint64_t handle) noexcept {
+  if (handle == 0) return {};
+  Slot* s = slot(index_of(handle));
+  const uint32_t generation = generation_of(handle);
+  if (s == nullptr || s->generation.load() != generation) return {};
+  // Announce the call, then check again: release() bumps the generation before it waits
+  // for in-flight calls, so either it sees this call or this call sees the new generation.
+  s->in_flight.fetch_add(1);
+  if (s->generation.load() != generation) {
+    s->in_flight.fetch_sub(1);
+    return {};
+  }
+  return Use(s, s->live.load(std::memory_order_acquire));
+}
+
+Registry::Use::Use(Use&& other) noexcept
+    : slot_(std::exchange(other.slot_, nullptr)), entry_(std::exchange(other.entry_, nullptr)) {}
+
+Registry::Use::~Use() {
+  if (slot_ != nullptr) slot_->in_flight.fetch_sub(1);
+}
+
+}  // namespace cyxla::abi

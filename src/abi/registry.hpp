@@ -1,0 +1,90 @@
+// Handles that native code holds on executables. A handle carries a generation, so a
+// released or freed handle is detected and reported instead of being used after free.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cyxla/pjrt_c_api.h"
+#include "runtime/executable.hpp"
+
+namespace cyxla::abi {
+
+/// An executable as native callers see it: the ProgramSpec arrays, built once.
+struct Entry {
+  explicit Entry(std::shared_ptr<const Executable> executable);
+
+  std::shared_ptr<const Executable> executable;
+  std::vector<PJRT_Buffer_Type> input_types, output_types;
+  std::vector<size_t> input_ranks, output_ranks;
+  std::vector<const int64_t*> input_dims, output_dims;
+  std::vector<size_t> input_bytes, output_bytes;
+};
+
+class Registry {
+  struct Slot;
+
+ public:
+  static Registry& instance();
+
+  /// Registers `executable` with one reference; the handle is never 0.
+  uint64_t add(std::shared_ptr<const Executable> executable);
+  /// Adds a reference to a live handle; the entry stays valid until the matching release.
+  /// Null when the handle was released or never existed.
+  const Entry* acquire(uint64_t handle);
+  /// Drops a reference. At the last one the handle dies, in-flight calls finish, and the
+  /// executable is freed. Unknown or dead handles are ignored.
+  void release(uint64_t handle);
+
+  /// Marks a call in flight on `handle` for the scope of the object (the hot path: two
+  /// atomic loads and an increment, no lock).
+  class Use {
+   public:
+    Use() noexcept = default;
+    Use(Slot* slot, const Entry* entry) noexcept : slot_(slot), entry_(entry) {}
+    Use(Use&& other) noexcept;
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    Use& operator=(Use&&) = delete;
+    ~Use();
+    const Entry* entry() const noexcept { return entry_; }
+
+   private:
+    Slot* slot_ = nullptr;
+    const Entry* entry_ = nullptr;
+  };
+  Use use(uint64_t handle) noexcept;
+
+ private:
+  static constexpr size_t kChunkSize = 1024;
+  static constexpr size_t kMaxChunks = 4096;
+
+  Slot* slot(size_t index) const noexcept;
+
+  std::mutex mutex_;  // guards everything but the atomics read on the hot path
+  std::array<std::atomic<Slot*>, kMaxChunks> chunks_{};
+  std::atomic<size_t> capacity_{0};
+  std::vector<std::unique_ptr<Slot[]>> owned_chunks_;
+  std::vector<uint32_t> free_;
+};
+
+/// Owns one reference of a registered executable; Python's Executable.handle.
+class Handle {
+ public:
+  explicit Handle(std::shared_ptr<const Executable> executable)
+      : value_(Registry::instance().add(std::move(executable))) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { Registry::instance().release(value_); }
+  uint64_t value() const noexcept { return value_; }
+
+ private:
+  uint64_t value_;
+};
+
+}  // namespace cyxla::abi

@@ -1,0 +1,187 @@
+// The C API: argument checks, error codes and messages, and no exception across it.
+#include "abi/table.hpp"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "abi/registry.hpp"
+#include "common/error.hpp"
+#include "runtime/element_type.hpp"
+#include "runtime/small_array.hpp"
+
+namespace cyxla::abi {
+namespace {
+
+/// Records a failure in `error` (if given) without touching the heap; returns `status`.
+[[gnu::cold, gnu::format(printf, 3, 4)]] cyxla_Status fail(cyxla_Error* error,
+                                                           cyxla_Status status,
+                                                           const char* format, ...) {
+  if (error != nullptr) {
+    error->status = status;
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(error->message, sizeof(error->message), format, args);
+    va_end(args);
+  }
+  return status;
+}
+
+cyxla_Status succeed(cyxla_Error* error) {
+  if (error != nullptr) {
+    error->status = CYXLA_OK;
+    error->message[0] = '\0';
+  }
+  return CYXLA_OK;
+}
+
+cyxla_Status status_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::InvalidArgument:
+      return CYXLA_ERROR_INVALID_ARGUMENT;
+    case ErrorKind::TypeMismatch:
+      return CYXLA_ERROR_TYPE_MISMATCH;
+    default:
+      return CYXLA_ERROR_PJRT;
+  }
+}
+
+/// Runs `body`, turning any exception into a status and message.
+template <class Body>
+cyxla_Status guarded(cyxla_Error* error, const char* function, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const Error& e) {
+    return fail(error, status_of(e.kind()), "%s: %s", function, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(error, CYXLA_ERROR_INTERNAL, "%s: out of memory", function);
+  } catch (const std::exception& e) {
+    return fail(error, CYXLA_ERROR_INTERNAL, "%s: %s", function, e.what());
+  } catch (...) {
+    return fail(error, CYXLA_ERROR_INTERNAL, "%s: unknown error", function);
+  }
+}
+
+void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) {
+  // Only the fields within the caller's struct_size: an older caller has fewer.
+  cyxla_ProgramSpec full{};
+  full.struct_size = spec.struct_size;
+  full.executable = handle;
+  full.num_inputs = e.input_types.size();
+  full.num_outputs = e.output_types.size();
+  full.input_types = e.input_types.data();
+  full.input_ranks = e.input_ranks.data();
+  full.input_dims = e.input_dims.data();
+  full.input_bytes = e.input_bytes.data();
+  full.output_types = e.output_types.data();
+  full.output_ranks = e.output_ranks.data();
+  full.output_dims = e.output_dims.data();
+  full.output_bytes = e.output_bytes.data();
+  std::memcpy(&spec, &full, std::min(spec.struct_size, sizeof(full)));
+}
+
+cyxla_Status get_spec(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* error) {
+  if (spec == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "get_spec: spec is NULL");
+  if (spec->struct_size < offsetof(cyxla_ProgramSpec, output_bytes) + sizeof(spec->output_bytes)) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "get_spec: spec->struct_size is %zu, set it to sizeof(cyxla_ProgramSpec) "
+                "(at least %zu)",
+                spec->struct_size, offsetof(cyxla_ProgramSpec, output_bytes) + sizeof(void*));
+  }
+  return guarded(error, "get_spec", [&] {
+    const Entry* entry = Registry::instance().acquire(handle);
+    if (entry == nullptr) {
+      return fail(error, CYXLA_ERROR_RELEASED,
+                  "get_spec: no executable has the handle %llu (it was freed, or the handle "
+                  "is not one from Executable.handle)",
+                  static_cast<unsigned long long>(handle));
+    }
+    fill(*spec, handle, *entry);
+    return succeed(error);
+  });
+}
+
+void release_spec(cyxla_ProgramSpec* spec) {
+  if (spec == nullptr) return;
+  try {
+    Registry::instance().release(spec->executable);
+  } catch (...) {
+    // release() only frees memory; nothing a caller could act on.
+  }
+  spec->executable = 0;
+}
+
+cyxla_Status execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                     size_t num_inputs, void* const* outputs, size_t num_outputs,
+                     cyxla_Error* error) {
+  if (spec == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: spec is NULL");
+  Registry::Use use = Registry::instance().use(spec->executable);
+  const Entry* e = use.entry();
+  if (e == nullptr) {
+    return fail(error, CYXLA_ERROR_RELEASED,
+                "execute: the spec was released or its executable freed (handle %llu)",
+                static_cast<unsigned long long>(spec->executable));
+  }
+  const size_t n_in = e->input_types.size();
+  const size_t n_out = e->output_types.size();
+  if (num_inputs != n_in || num_outputs != n_out) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "execute: the program takes %zu inputs and %zu outputs, given %zu and %zu", n_in,
+                n_out, num_inputs, num_outputs);
+  }
+  if ((n_in != 0 && inputs == nullptr) || (n_out != 0 && outputs == nullptr)) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: inputs or outputs is NULL");
+  }
+  SmallArray<const void*> data(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const cyxla_Input& input = inputs[i];
+    if (input.type != e->input_types[i]) {
+      return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
+                  "execute: input %zu has element type %s, the program takes %s", i,
+                  element_type_name(input.type).data(),
+                  element_type_name(e->input_types[i]).data());
+    }
+    if (input.nbytes != e->input_bytes[i]) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                  "execute: input %zu has %zu bytes, the program takes %zu", i, input.nbytes,
+                  e->input_bytes[i]);
+    }
+    if (input.data == nullptr && input.nbytes != 0) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: input %zu has NULL data", i);
+    }
+    data[i] = input.data;
+  }
+  for (size_t j = 0; j < n_out; ++j) {
+    if (outputs[j] == nullptr && e->output_bytes[j] != 0) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: output %zu is NULL", j);
+    }
+  }
+  return guarded(error, "execute", [&] {
+    e->executable->execute({data.data(), n_in}, {outputs, n_out});
+    return succeed(error);
+  });
+}
+
+void* aligned_memory(size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  // aligned_alloc wants a multiple of the alignment.
+  const size_t rounded = (nbytes + CYXLA_HOST_ALIGNMENT - 1) / CYXLA_HOST_ALIGNMENT *
+                         CYXLA_HOST_ALIGNMENT;
+  return std::aligned_alloc(CYXLA_HOST_ALIGNMENT, rounded);
+}
+
+void free_aligned(void* pointer) { std::free(pointer); }
+
+constexpr cyxla_Api kTable = {
+    sizeof(cyxla_Api), CYXLA_ABI_VERSION, CYXLA_ABI_OLDEST_COMPATIBLE, &get_spec, &release_spec,
+    &execute,          &aligned_memory,   &free_aligned,
+};
+
+}  // namespace
+
+const cyxla_Api& table() noexcept { return kTable; }
+
+}  // namespace cyxla::abi

@@ -1,0 +1,205 @@
+// cyxla._benchmark: native loops for `python -m cyxla bench` and the native tests. It is
+// built like a downstream module, from the public headers only (cyxla.hpp over the
+// capsule), plus one raw PJRT loop that is the floor cyxla is measured against.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cyxla/cyxla.hpp"
+#include "cyxla/pjrt_c_api.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using HostArray = nb::ndarray<nb::device::cpu, nb::c_contig>;
+using ReadOnlyArray = nb::ndarray<nb::ro, nb::device::cpu, nb::c_contig>;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<cyxla_Input> inputs_of(const cyxla::native::Program& program,
+                                   const std::vector<ReadOnlyArray>& arrays) {
+  std::vector<cyxla_Input> inputs;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    inputs.push_back({arrays[i].data(), program.input_type(i), arrays[i].nbytes()});
+  }
+  return inputs;
+}
+
+std::vector<void*> outputs_of(const std::vector<HostArray>& arrays) {
+  std::vector<void*> outputs;
+  for (const HostArray& a : arrays) outputs.push_back(a.data());
+  return outputs;
+}
+
+/// Seconds for `calls` executions through cyxla's C API, in this thread, without the GIL.
+double execute_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
+                    const std::vector<HostArray>& out, size_t calls) {
+  cyxla::native::Program program(handle);
+  std::vector<cyxla_Input> inputs = inputs_of(program, in);
+  std::vector<void*> outputs = outputs_of(out);
+  nb::gil_scoped_release release;
+  program.execute(inputs, outputs);  // warm
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls; ++n) program.execute(inputs, outputs);
+  return seconds_since(start);
+}
+
+/// Wall seconds for `threads` threads making `calls` executions each on one executable.
+/// Each thread writes its own outputs (copies of `out`'s shapes).
+double execute_threads(uint64_t handle, const std::vector<ReadOnlyArray>& in,
+                       const std::vector<HostArray>& out, size_t calls, size_t threads) {
+  cyxla::native::Program program(handle);
+  std::vector<cyxla_Input> inputs = inputs_of(program, in);
+  std::vector<std::vector<cyxla::native::HostArray>> outputs(threads);
+  for (auto& per_thread : outputs) {
+    for (const HostArray& a : out) per_thread.emplace_back(a.nbytes());
+  }
+  nb::gil_scoped_release release;
+  std::atomic<size_t> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::jthread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::vector<void*> mine;
+      for (auto& a : outputs[t]) mine.push_back(a.data());
+      program.execute(inputs, mine);  // warm
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      for (size_t n = 0; n < calls; ++n) program.execute(inputs, mine);
+    });
+  }
+  while (ready.load() != threads) std::this_thread::yield();
+  const auto start = Clock::now();
+  go.store(true);
+  pool.clear();  // joins
+  return seconds_since(start);
+}
+
+/// The thread-safety check: `threads` threads run a one-input, one-output program `calls`
+/// times each, cycling through the rows of `table_in`; every result must equal the row of
+/// `table_out` (computed beforehand by jax.jit). Returns the number of wrong results.
+size_t check_threads(uint64_t handle, const ReadOnlyArray& table_in, const ReadOnlyArray& table_out,
+                     size_t calls, size_t threads) {
+  cyxla::native::Program program(handle);
+  const size_t in_bytes = program.input_bytes(0);
+  const size_t out_bytes = program.output_bytes(0);
+  const size_t rows = table_in.nbytes() / in_bytes;
+  const auto* in_rows = static_cast<const std::byte*>(table_in.data());
+  const auto* out_rows = static_cast<const std::byte*>(table_out.data());
+  const PJRT_Buffer_Type type = program.input_type(0);
+  std::atomic<size_t> wrong{0};
+  nb::gil_scoped_release release;
+  std::vector<std::jthread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      cyxla::native::HostArray x(in_bytes), y(out_bytes);
+      for (size_t n = 0; n < calls; ++n) {
+        const size_t row = (t * 7919 + n) % rows;
+        std::memcpy(x.data(), in_rows + row * in_bytes, in_bytes);
+        program.execute({x.input(type)}, {y.data()});
+        if (std::memcmp(y.data(), out_rows + row * out_bytes, out_bytes) != 0) wrong.fetch_add(1);
+      }
+    });
+  }
+  pool.clear();
+  return wrong.load();
+}
+
+/// The floor: `calls` executions written directly against the PJRT C API, doing the same
+/// host-in/host-out work as cyxla's execute on the CPU (alias the inputs, run, read the
+/// outputs in place), with no checks. Pointers come from Executable._pjrt_pointers().
+double raw_pjrt_loop(uintptr_t api_address, uintptr_t client_address, uintptr_t device_address,
+                     uintptr_t executable_address, const std::vector<ReadOnlyArray>& in,
+                     const std::vector<int>& types, const std::vector<HostArray>& out,
+                     size_t calls) {
+  const auto* api = reinterpret_cast<const PJRT_Api*>(api_address);
+  auto* client = reinterpret_cast<PJRT_Client*>(client_address);
+  auto* device = reinterpret_cast<PJRT_Device*>(device_address);
+  auto* executable = reinterpret_cast<PJRT_LoadedExecutable*>(executable_address);
+  std::vector<std::vector<int64_t>> dims;
+  for (const ReadOnlyArray& a : in) {
+    dims.emplace_back(a.shape_ptr(), a.shape_ptr() + a.ndim());
+  }
+  std::vector<PJRT_Buffer*> args(in.size()), results(out.size());
+  nb::gil_scoped_release release;
+  auto one_call = [&] {
+    for (size_t i = 0; i < in.size(); ++i) {
+      PJRT_Client_BufferFromHostBuffer_Args b{};
+      b.struct_size = sizeof(b);
+      b.client = client;
+      b.data = in[i].data();
+      b.type = static_cast<PJRT_Buffer_Type>(types[i]);
+      b.dims = dims[i].data();
+      b.num_dims = dims[i].size();
+      b.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
+      b.device = device;
+      api->PJRT_Client_BufferFromHostBuffer(&b);
+      if (b.done_with_host_buffer != nullptr) {
+        PJRT_Event_Destroy_Args d{sizeof(d), nullptr, b.done_with_host_buffer};
+        api->PJRT_Event_Destroy(&d);
+      }
+      args[i] = b.buffer;
+    }
+    PJRT_ExecuteOptions options{};
+    options.struct_size = sizeof(options);
+    PJRT_Buffer* const* argument_list = args.data();
+    PJRT_Buffer** output_list = results.data();
+    PJRT_Event* done = nullptr;
+    PJRT_LoadedExecutable_Execute_Args e{};
+    e.struct_size = sizeof(e);
+    e.executable = executable;
+    e.options = &options;
+    e.argument_lists = &argument_list;
+    e.num_devices = 1;
+    e.num_args = args.size();
+    e.output_lists = &output_list;
+    e.device_complete_events = &done;
+    api->PJRT_LoadedExecutable_Execute(&e);
+    if (done != nullptr) {
+      PJRT_Event_Await_Args a{sizeof(a), nullptr, done};
+      api->PJRT_Event_Await(&a);
+      PJRT_Event_Destroy_Args d{sizeof(d), nullptr, done};
+      api->PJRT_Event_Destroy(&d);
+    }
+    for (size_t j = 0; j < results.size(); ++j) {
+      PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{sizeof(p), nullptr, results[j], nullptr};
+      api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&p);
+      std::memcpy(out[j].data(), p.device_memory_ptr, out[j].nbytes());
+      PJRT_Buffer_Destroy_Args d{sizeof(d), nullptr, results[j]};
+      api->PJRT_Buffer_Destroy(&d);
+    }
+    for (PJRT_Buffer* b : args) {
+      PJRT_Buffer_Destroy_Args d{sizeof(d), nullptr, b};
+      api->PJRT_Buffer_Destroy(&d);
+    }
+  };
+  one_call();  // warm
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls; ++n) one_call();
+  return seconds_since(start);
+}
+
+}  // namespace
+
+NB_MODULE(_benchmark, m) {
+  m.doc() = "Native loops that measure and test cyxla's C API (built from its public headers).";
+  cyxla::native::import();
+  m.def("execute_loop", &execute_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a);
+  m.def("execute_threads", &execute_threads, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a,
+        "threads"_a);
+  m.def("check_threads", &check_threads, "handle"_a, "table_in"_a, "table_out"_a, "calls"_a,
+        "threads"_a);
+  m.def("raw_pjrt_loop", &raw_pjrt_loop, "api"_a, "client"_a, "device"_a, "executable"_a,
+        "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
+}
