@@ -2,7 +2,9 @@
 #include "runtime/executable.hpp"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "runtime/element_type.hpp"
 #include "runtime/runtime.hpp"
@@ -53,6 +55,43 @@ void await(const pjrt::Plugin& plugin, PJRT_Event* event, std::string_view what)
   pjrt::check(plugin.api(), plugin.api()->PJRT_Event_Await(&args), what);
 }
 
+constexpr bool is_aligned(const void* data) {
+  return reinterpret_cast<uintptr_t>(data) % kHostAlignment == 0;
+}
+
+constexpr size_t round_up(size_t bytes) {
+  return (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+}
+
+/// Aligned memory that grows to the largest size asked of it and is then reused.
+class Scratch {
+ public:
+  std::byte* reserve(size_t bytes) {
+    if (bytes > capacity_) {
+      memory_.reset(static_cast<std::byte*>(std::aligned_alloc(kHostAlignment, round_up(bytes))));
+      if (memory_ == nullptr) {
+        capacity_ = 0;
+        throw std::bad_alloc();
+      }
+      capacity_ = round_up(bytes);
+    }
+    return memory_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> memory_;
+  size_t capacity_ = 0;
+};
+
+/// This thread's staging area for unaligned inputs (calls on one thread never overlap).
+Scratch& scratch() {
+  thread_local Scratch memory;
+  return memory;
+}
+
 }  // namespace
 
 Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
@@ -83,6 +122,19 @@ void Executable::execute(std::span<const void* const> inputs,
                     " and " + std::to_string(outputs.size()));
   }
 
+  // On the CPU every input becomes a buffer that aliases host memory. Unaligned inputs
+  // are first staged in this thread's aligned scratch memory: one memcpy, cheaper than
+  // the plugin's own copy, which allocates a buffer on every call.
+  const bool host = runtime_->host_is_device();
+  std::byte* staging = nullptr;
+  if (host) {
+    size_t unaligned = 0;
+    for (size_t i = 0; i < n_in; ++i) {
+      if (!is_aligned(inputs[i])) unaligned += round_up(inputs_[i].bytes());
+    }
+    if (unaligned != 0) staging = scratch().reserve(unaligned);
+  }
+
   SmallArray<pjrt::Buffer> in(n_in);
   SmallArray<PJRT_Buffer*> in_raw(n_in);
   for (size_t i = 0; i < n_in; ++i) {
@@ -91,16 +143,18 @@ void Executable::execute(std::span<const void* const> inputs,
     if (data == nullptr && spec.bytes() != 0) {
       throw Error(ErrorKind::InvalidArgument, "input " + std::to_string(i) + " is a null pointer");
     }
-    // On the CPU an aligned array becomes the buffer itself; anything else is copied.
-    const bool alias = runtime_->host_is_device() &&
-                       reinterpret_cast<uintptr_t>(data) % kHostAlignment == 0;
+    if (host && !is_aligned(data)) {
+      std::memcpy(staging, data, spec.bytes());
+      data = staging;
+      staging += round_up(spec.bytes());
+    }
     auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
     args.client = runtime_->client();
     args.data = data;
     args.type = spec.type;
     args.dims = spec.dims.data();
     args.num_dims = spec.dims.size();
-    args.host_buffer_semantics = alias ? PJRT_HostBufferSemantics_kImmutableZeroCopy
+    args.host_buffer_semantics = host ? PJRT_HostBufferSemantics_kImmutableZeroCopy
                                        : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
     args.device = runtime_->device();
     pjrt::check(api, api->PJRT_Client_BufferFromHostBuffer(&args),

@@ -1,0 +1,117 @@
+// The Python-facing hot path: buffer protocol views checked against the program's specs.
+#include "python/host_buffers.hpp"
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "common/error.hpp"
+#include "runtime/small_array.hpp"
+
+namespace nb = nanobind;
+
+namespace cyxla::python {
+namespace {
+
+/// A buffer view of a Python object, released on destruction.
+class BufferView {
+ public:
+  BufferView() = default;
+  BufferView(BufferView&& other) noexcept
+      : view_(other.view_), held_(std::exchange(other.held_, false)) {}
+  BufferView& operator=(BufferView&&) = delete;
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+  ~BufferView() {
+    if (held_) PyBuffer_Release(&view_);
+  }
+
+  /// Takes a C-contiguous view of `object` with its format and shape; false (and no
+  /// Python error set) when `object` has none.
+  bool acquire(nb::handle object, bool writable) {
+    const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(object.ptr(), &view_, flags) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    held_ = true;
+    return true;
+  }
+  void* data() const noexcept { return view_.buf; }
+  size_t nbytes() const noexcept { return static_cast<size_t>(view_.len); }
+
+  /// Whether the view holds an array of exactly `spec`.
+  bool matches(const TensorSpec& spec) const noexcept {
+    if (static_cast<size_t>(view_.ndim) != spec.dims.size()) return false;
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      if (view_.shape[d] != spec.dims[d]) return false;
+    }
+    return format_matches(spec.type) && nbytes() == spec.bytes();
+  }
+
+ private:
+  /// Whether the struct-module format of the view is `type`'s. Python's run carries
+  /// bfloat16 as uint16 ("H"), since NumPy cannot export ml_dtypes' types as buffers.
+  bool format_matches(PJRT_Buffer_Type type) const noexcept {
+    const char* f = view_.format != nullptr ? view_.format : "B";
+    if (*f == '@' || *f == '=' || *f == '<') ++f;  // native, little-endian
+    const bool eight = view_.itemsize == 8;
+    switch (type) {
+      case PJRT_Buffer_Type_PRED: return std::strcmp(f, "?") == 0;
+      case PJRT_Buffer_Type_S8: return std::strcmp(f, "b") == 0;
+      case PJRT_Buffer_Type_S16: return std::strcmp(f, "h") == 0;
+      case PJRT_Buffer_Type_S32: return std::strcmp(f, "i") == 0;
+      case PJRT_Buffer_Type_S64: return eight && (std::strcmp(f, "l") == 0 || std::strcmp(f, "q") == 0);
+      case PJRT_Buffer_Type_U8: return std::strcmp(f, "B") == 0;
+      case PJRT_Buffer_Type_U16: return std::strcmp(f, "H") == 0;
+      case PJRT_Buffer_Type_U32: return std::strcmp(f, "I") == 0;
+      case PJRT_Buffer_Type_U64: return eight && (std::strcmp(f, "L") == 0 || std::strcmp(f, "Q") == 0);
+      case PJRT_Buffer_Type_F16: return std::strcmp(f, "e") == 0;
+      case PJRT_Buffer_Type_BF16: return std::strcmp(f, "H") == 0;
+      case PJRT_Buffer_Type_F32: return std::strcmp(f, "f") == 0;
+      case PJRT_Buffer_Type_F64: return std::strcmp(f, "d") == 0;
+      case PJRT_Buffer_Type_C64: return std::strcmp(f, "Zf") == 0;
+      case PJRT_Buffer_Type_C128: return std::strcmp(f, "Zd") == 0;
+      default: return false;
+    }
+  }
+
+  Py_buffer view_{};
+  bool held_ = false;
+};
+
+}  // namespace
+
+bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle outputs) {
+  const auto& in_specs = executable.inputs();
+  const auto& out_specs = executable.outputs();
+  nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
+  nb::sequence out_seq = nb::borrow<nb::sequence>(outputs);
+  const size_t n_in = nb::len(in_seq), n_out = nb::len(out_seq);
+  if (n_in != in_specs.size()) return false;
+  if (n_out != out_specs.size()) {
+    throw Error(ErrorKind::InvalidArgument, "the program has " + std::to_string(out_specs.size()) +
+                                                " outputs, given " + std::to_string(n_out) +
+                                                " arrays to write them to");
+  }
+  SmallArray<BufferView> in_views(n_in), out_views(n_out);
+  SmallArray<const void*> in_data(n_in);
+  SmallArray<void*> out_data(n_out);
+  for (size_t i = 0; i < n_in; ++i) {
+    if (!in_views[i].acquire(in_seq[i], false) || !in_views[i].matches(in_specs[i])) return false;
+    in_data[i] = in_views[i].data();
+  }
+  for (size_t j = 0; j < n_out; ++j) {
+    if (!out_views[j].acquire(out_seq[j], true) || !out_views[j].matches(out_specs[j])) {
+      throw Error(ErrorKind::InvalidArgument,
+                  "output " + std::to_string(j) + " must be a writable C-contiguous array of " +
+                      out_specs[j].to_string());
+    }
+    out_data[j] = out_views[j].data();
+  }
+  nb::gil_scoped_release release;
+  executable.execute({in_data.data(), n_in}, {out_data.data(), n_out});
+  return true;
+}
+
+}  // namespace cyxla::python
