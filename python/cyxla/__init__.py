@@ -3,8 +3,18 @@ from native code without the GIL."""
 
 from __future__ import annotations
 
+from cyxla._abi import ABI_VERSION, HOST_ALIGNMENT, abi_version, check_abi, get_include
+from cyxla._cache import CACHE_ENVIRONMENT_VARIABLE, cache_directory
+from cyxla._cache_keys import cache_key, library_identity
+from cyxla._custom_calls import (
+    MIRROR_ENVIRONMENT_VARIABLE,
+    mirror_jax_registrations,
+    register_ffi_target,
+    register_jax_targets,
+)
 from cyxla._dtypes import SUPPORTED_DTYPES, ElementType
 from cyxla._errors import (
+    AbiVersionError,
     CompileError,
     DtypeError,
     InvalidArgumentError,
@@ -17,14 +27,20 @@ from cyxla._errors import (
     UnsupportedProgramError,
 )
 from cyxla._executable import CompileStatistics, Executable, compile_program
+from cyxla._lowered_cache import load_lowered, store_lowered
 from cyxla._lowering import lower
 from cyxla._plugins import LoadedPlugin, PluginEntry, initialize
 from cyxla._program import Program, TensorSpec
+from cyxla._version import __version__
 
-__version__ = "0.1.0"
 
 __all__ = [
+    "ABI_VERSION",
+    "CACHE_ENVIRONMENT_VARIABLE",
+    "HOST_ALIGNMENT",
+    "MIRROR_ENVIRONMENT_VARIABLE",
     "SUPPORTED_DTYPES",
+    "AbiVersionError",
     "CompileError",
     "CompileStatistics",
     "DtypeError",
@@ -43,7 +59,18 @@ __all__ = [
     "TensorSpec",
     "UnsupportedProgramError",
     "__version__",
+    "abi_version",
+    "cache_directory",
+    "cache_key",
+    "check_abi",
     "compile_program",
+    "get_include",
     "initialize",
+    "library_identity",
+    "load_lowered",
     "lower",
+    "mirror_jax_registrations",
+    "register_ffi_target",
+    "register_jax_targets",
+    "store_lowered",
 ]

@@ -8,10 +8,12 @@ from cyxla import _core
 from cyxla._errors import AbiVersionError
 from cyxla._version import __version__
 
-__all__ = ["ABI_VERSION", "abi_version", "check_abi", "get_include"]
+__all__ = ["ABI_VERSION", "HOST_ALIGNMENT", "abi_version", "check_abi", "get_include"]
 
 #: The version of the native API (include/cyxla/cyxla.h) this cyxla provides.
 ABI_VERSION: int = _core.ABI_VERSION
+#: Inputs at addresses that are multiples of this are read in place on the CPU.
+HOST_ALIGNMENT: int = _core.HOST_ALIGNMENT
 
 
 def abi_version() -> int:

@@ -73,8 +73,12 @@ def _timed(call: Callable[[], object]) -> Callable[[int], float]:
     return loop
 
 
-def measure(case: Case, threads: int, rounds: int) -> dict[str, float]:
-    """Median nanoseconds per call of `case` on each path."""
+PHASES = ("buffers_in", "execute", "await", "outputs_out", "destroy")
+
+
+def measure(case: Case, threads: int, rounds: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Median nanoseconds per call of `case` on each path, and where the floor's time goes
+    (nanoseconds per call in each step of the raw PJRT loop)."""
     program = cyxla.lower(case.function, case.inputs)
     executable, _ = cyxla.compile_program(program)
     inputs = [_aligned(a) for a in case.inputs]
@@ -102,12 +106,18 @@ def measure(case: Case, threads: int, rounds: int) -> dict[str, float]:
     for _ in range(rounds):
         for path in PATHS:
             samples[path].append(_per_call(loops[path], case.calls) * 1e9)
-    return {path: statistics.median(values) for path, values in samples.items()}
+    phases = _benchmark.raw_pjrt_phases(*pointers, inputs, types, outputs, case.calls * 5)
+    return (
+        {path: statistics.median(values) for path, values in samples.items()},
+        {name: seconds / (case.calls * 5) * 1e9 for name, seconds in zip(PHASES, phases)},
+    )
 
 
-def _report(results: dict[str, dict[str, float]], threads: int) -> dict[str, object]:
-    programs = {}
-    for name, medians in results.items():
+def _report(
+    results: dict[str, tuple[dict[str, float], dict[str, float]]], threads: int
+) -> dict[str, object]:
+    programs: dict[str, dict[str, object]] = {}
+    for name, (medians, phases) in results.items():
         floor, jit = medians["pjrt_floor"], medians["jax_jit"]
         programs[name] = {
             path: {
@@ -118,6 +128,7 @@ def _report(results: dict[str, dict[str, float]], threads: int) -> dict[str, obj
             for path, value in medians.items()
         }
         programs[name]["threads_speedup"] = round(medians["native"] / medians["threads"], 3)
+        programs[name]["pjrt_floor_phases_ns"] = {k: round(v, 1) for k, v in phases.items()}
     return {
         "threads": threads,
         "platform": loaded.platform if (loaded := _plugins.loaded()) else None,
@@ -144,6 +155,10 @@ def _print_table(report: dict[str, object]) -> None:
                 f"{row['ratio_to_pjrt_floor']:>8.2f}x {row['ratio_to_jax_jit']:>7.2f}x"
             )
         print(f"  throughput of {threads} threads over 1: {paths['threads_speedup']:.2f}x")
+        phases = ", ".join(
+            f"{k} {v / 1e3:.2f}" for k, v in paths["pjrt_floor_phases_ns"].items()
+        )
+        print(f"  the floor's steps, us per call: {phases}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

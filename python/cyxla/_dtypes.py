@@ -7,7 +7,7 @@ import enum
 import ml_dtypes
 import numpy as np
 
-__all__ = ["ElementType", "SUPPORTED_DTYPES", "dtype_of", "element_type_of"]
+__all__ = ["SUPPORTED_DTYPES", "ElementType", "dtype_of", "element_type_of"]
 
 
 class ElementType(enum.IntEnum):

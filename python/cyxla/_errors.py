@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AbiVersionError",
     "CompileError",
     "DtypeError",
     "InvalidArgumentError",
@@ -54,3 +55,7 @@ class InvalidArgumentError(ValueError):
 
 class DtypeError(TypeError):
     """An argument's dtype cannot be converted to the one the program takes."""
+
+
+class AbiVersionError(ImportError):
+    """An extension module was built against an incompatible version of cyxla's C API."""

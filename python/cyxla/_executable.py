@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from jax._src.lib import xla_client
 
-from cyxla import _core, _plugins
+from cyxla import _core, _custom_calls, _executable_cache, _plugins
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._program import Program, TensorSpec
 
@@ -21,18 +21,23 @@ __all__ = ["CompileStatistics", "Executable", "compile_program"]
 class CompileStatistics:
     """What `compile_program` did and how long it took."""
 
-    #: Seconds the plugin spent compiling (or loading) the executable.
+    #: Seconds the plugin spent compiling the program; 0.0 when the disk cache had it.
     compile_seconds: float
+    #: Whether the executable was loaded from the disk cache instead of compiled.
+    cache_hit: bool = False
+    #: Seconds spent looking the program up in the disk cache and loading what it had.
+    load_seconds: float = 0.0
+    #: Why the disk cache was not used, or why a cached entry was ignored and replaced
+    #: (truncated, corrupted, foreign or unsafe); None when nothing went wrong.
+    cache_error: str | None = None
 
 
 def _compile_options(overrides: Mapping[str, Any] | None) -> bytes:
     """A serialized xla.CompileOptionsProto; `overrides` set XLA debug options by name."""
     options = xla_client.CompileOptions()
     if overrides:
-        options.env_option_overrides = [
-            (name, str(value).lower() if isinstance(value, bool) else str(value))
-            for name, value in overrides.items()
-        ]
+        # str() of a bool is "True"/"False", the spelling XLA's option parser accepts.
+        options.env_option_overrides = [(name, str(value)) for name, value in overrides.items()]
     return options.SerializeAsString()
 
 
@@ -46,14 +51,29 @@ class Executable:
     def __init__(self, native: _core.Executable, program: Program) -> None:
         self._native = native
         self.program = program
+        self._handle: _core.NativeHandle | None = None
         #: Per input: (shape, dtype, the dtype handed to the core).
         self._in = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.inputs]
-        self._out = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.outputs]
+        #: Per output: (shape, the dtype the core writes); `_views` says which need a view.
+        self._out = [(s.shape, _carrier(s.dtype) or s.dtype) for s in program.outputs]
+        self._views = [s.dtype if _carrier(s.dtype) else None for s in program.outputs]
+        self._any_view = any(d is not None for d in self._views)
 
     @property
     def native(self) -> _core.Executable:
-        """The C++ executable, for extension modules that execute it natively."""
+        """The C++ executable that `run` calls."""
         return self._native
+
+    @property
+    def handle(self) -> int:
+        """The handle native code passes to `cyxla_get_spec` (see cyxla/cyxla.h).
+
+        It stays valid while this Executable lives; a spec taken from it keeps the
+        compiled program alive until the spec is released.
+        """
+        if self._handle is None:
+            self._handle = _core.NativeHandle(self._native)
+        return self._handle.value
 
     @property
     def platform(self) -> str:
@@ -79,16 +99,25 @@ class Executable:
         allows it; a wrong count or shape raises InvalidArgumentError (a ValueError) and
         an impossible cast DtypeError (a TypeError), naming the argument.
         """
+        outputs = [np.empty(shape, dtype) for shape, dtype in self._out]
+        # The core takes arrays that are exactly the program's as they are, and refuses
+        # anything else; only then are the arguments checked and converted here.
+        if not self._native.execute(arrays, outputs) and not self._native.execute(
+            self._convert(arrays), outputs, converted=True
+        ):
+            raise RuntimeError(
+                "internal error in cyxla: the core refused arguments that run() converted"
+            )
+        if self._any_view:
+            return tuple(o if d is None else o.view(d) for o, d in zip(outputs, self._views))
+        return tuple(outputs)
+
+    def _convert(self, arrays: Sequence[Any]) -> list[np.ndarray]:
         if len(arrays) != len(self._in):
             raise InvalidArgumentError(
                 f"{self.program.name} takes {len(self._in)} arrays, given {len(arrays)}"
             )
-        inputs = [_prepare(i, a, spec) for i, (a, spec) in enumerate(zip(arrays, self._in))]
-        outputs = [np.empty(shape, dtype) for shape, dtype, _ in self._out]
-        views = [o.view(carrier) if carrier is not None else o for o, (_, _, carrier) in
-                 zip(outputs, self._out)]
-        self._native.execute(inputs, views)
-        return tuple(outputs)
+        return [_prepare(i, a, spec) for i, (a, spec) in enumerate(zip(arrays, self._in))]
 
     def __repr__(self) -> str:
         ins = ", ".join(map(str, self.inputs))
@@ -129,14 +158,33 @@ def compile_program(
 
     `options` override XLA debug options by name (for example
     `{"xla_cpu_enable_fast_math": False}`). Returns the executable and statistics.
+    The executable is loaded from the disk cache (`cache_directory`) when an earlier
+    compile of the same program, options and plugin stored it there, and stored after
+    compiling otherwise.
     """
     runtime = _plugins.runtime_for(program.platform)
+    _custom_calls.check_program(program.custom_calls, program.platform)
+    loaded = _plugins.loaded()
+    assert loaded is not None, "runtime_for loads the plugin"
     specs = [(int(s.element_type), list(s.shape)) for s in program.inputs]
+    compile_options = _compile_options(options)
+    cached = _executable_cache.load(program, loaded, compile_options, specs)
+    if cached.native is not None:
+        statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
+        return Executable(cached.native, program), statistics
     start = time.perf_counter()
-    native = runtime.compile(program.stablehlo, _compile_options(options), specs)
+    with _custom_calls.explain_compile_errors():
+        native = runtime.compile(program.stablehlo, compile_options, specs)
     seconds = time.perf_counter() - start
     _check_outputs(native, program)
-    return Executable(native, program), CompileStatistics(compile_seconds=seconds)
+    # A bad entry is replaced by the fresh one; both problems are reported.
+    errors = [cached.error, _executable_cache.store(cached, program, native, specs)]
+    statistics = CompileStatistics(
+        seconds,
+        load_seconds=cached.seconds,
+        cache_error="; ".join(e for e in errors if e) or None,
+    )
+    return Executable(native, program), statistics
 
 
 def _check_outputs(native: _core.Executable, program: Program) -> None:

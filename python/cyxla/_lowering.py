@@ -10,9 +10,11 @@ from typing import Any
 import jax
 import numpy as np
 from jax._src.lib import _jax  # serialize_portable_artifact: a chosen StableHLO version
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 
-from cyxla import _plugins
+from cyxla import _core, _custom_calls, _plugins
 from cyxla._dtypes import element_type_of
 from cyxla._errors import PluginNotFoundError, UnsupportedProgramError
 from cyxla._program import Program, TensorSpec
@@ -75,12 +77,17 @@ def _parse_version(text: str) -> tuple[int, ...]:
 
 def stablehlo_target(platform: str) -> str:
     """The StableHLO version to serialize at: the older of the plugin's and jaxlib's."""
-    ours = str(hlo.get_current_version())
     loaded = _plugins.loaded()
     if loaded is not None and loaded.platform == platform:
         plugin = loaded.plugin
     else:
         plugin = _plugins.load_library(_plugins.entry_for(platform).library_path())
+    return stablehlo_target_of(plugin)
+
+
+def stablehlo_target_of(plugin: _core.Plugin) -> str:
+    """The StableHLO version to serialize at for `plugin`."""
+    ours = str(hlo.get_current_version())
     theirs = plugin.attributes.get("stablehlo_current_version")
     if theirs is None:
         return ours
@@ -101,13 +108,19 @@ def _spec_of(leaf: Any, where: str) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(array.shape, array.dtype)
 
 
+def _carried_dtype(dtype: Any) -> np.dtype | None:
+    """`dtype` as NumPy's, or None when cyxla cannot carry it (PRNG keys among them)."""
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        return None
+    dtype = np.dtype(dtype)
+    return dtype if element_type_of(dtype) is not None else None
+
+
 def _specs(avals: Sequence[Any], role: str) -> tuple[TensorSpec, ...]:
     specs = []
     for index, aval in enumerate(avals):
-        dtype = np.dtype(aval.dtype) if not jax.dtypes.issubdtype(
-            aval.dtype, jax.dtypes.extended
-        ) else None
-        if dtype is None or element_type_of(dtype) is None:
+        dtype = _carried_dtype(aval.dtype)
+        if dtype is None:
             raise UnsupportedProgramError(
                 f"{role}[{index}] has dtype {aval.dtype}, which cyxla cannot carry; supported: "
                 "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64, "
@@ -115,6 +128,13 @@ def _specs(avals: Sequence[Any], role: str) -> tuple[TensorSpec, ...]:
             )
         specs.append(TensorSpec(tuple(int(d) for d in aval.shape), dtype))
     return tuple(specs)
+
+
+def _without_locations(text: str) -> str:
+    """The module without source locations, so that the same function lowers to the same
+    bytes wherever it is defined (the disk cache keys on them)."""
+    with mlir.make_ir_context():
+        return ir.Module.parse(text).operation.get_asm(enable_debug_info=False)
 
 
 def lower(
@@ -130,18 +150,35 @@ def lower(
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(list(args))[0]]
     specs = [_spec_of(leaf, f"args{path}") for leaf, path in zip(leaves, paths, strict=True)]
     for spec, path in zip(specs, paths, strict=True):
-        if element_type_of(np.dtype(spec.dtype)) is None:
+        if _carried_dtype(spec.dtype) is None:
             raise UnsupportedProgramError(
                 f"args{path} has dtype {spec.dtype}, which cyxla cannot carry"
             )
     platform = choose_platform(leaves)
     target = stablehlo_target(platform)
 
-    checks = [jax.export.DisabledSafetyCheck.custom_call(name) for name in custom_calls]
+    trusted = {*custom_calls, *_custom_calls.trusted_targets(platform)}
+    checks = [jax.export.DisabledSafetyCheck.custom_call(name) for name in sorted(trusted)]
     jitted = fn if hasattr(fn, "trace") else jax.jit(fn, keep_unused=True)
-    exported = jax.export.export(jitted, platforms=[platform], disabled_checks=checks)(
-        *jax.tree.unflatten(tree, specs)
-    )
+    try:
+        exported = jax.export.export(jitted, platforms=[platform], disabled_checks=checks)(
+            *jax.tree.unflatten(tree, specs)
+        )
+    except (NotImplementedError, ValueError) as error:
+        # Host callbacks and custom calls nobody named, explained with their targets.
+        _custom_calls.explain_export_error(
+            error,
+            getattr(fn, "__name__", "the function"),
+            lambda: jax.make_jaxpr(jitted)(*jax.tree.unflatten(tree, specs)),
+        )
+        # jax.export refuses host callbacks before the effects check below could.
+        if "host_callbacks" not in str(error):
+            raise
+        raise UnsupportedProgramError(
+            f"{getattr(fn, '__name__', 'the function')} calls back into Python, which cyxla "
+            "cannot run (host callbacks such as jax.debug.print and jax.pure_callback need "
+            "JAX's own runtime)"
+        ) from error
     if exported.ordered_effects or exported.unordered_effects:
         effects = [*exported.ordered_effects, *exported.unordered_effects]
         raise UnsupportedProgramError(
@@ -153,7 +190,8 @@ def lower(
             "the function was lowered with unused arguments dropped; wrap it in "
             "jax.jit(fn, keep_unused=True)"
         )
-    text = exported.mlir_module()
+    text = _without_locations(exported.mlir_module())
+    _custom_calls.check_lowered(text, getattr(fn, "__name__", "the function"), platform)
     targets = sorted({a or b for a, b in _CUSTOM_CALL.findall(text)})
     return Program(
         stablehlo=_jax.mlir.serialize_portable_artifact(text, target),

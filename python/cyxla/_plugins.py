@@ -11,8 +11,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from cyxla import _core
-from cyxla._errors import PlatformMismatchError, PluginError, PluginNotFoundError
+from cyxla import _core, _custom_calls
+from cyxla._errors import PjrtError, PlatformMismatchError, PluginError, PluginNotFoundError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -152,22 +152,24 @@ def _merge(defaults: Mapping[str, Any], options: Mapping[str, Any] | None) -> di
     return merged
 
 
+def _defaults_for(platform: str) -> Mapping[str, Any]:
+    """The client options of the installed plugin entry for `platform` ({} if none)."""
+    known = [e for e in discover() if e.platform == platform]
+    return known[0].create_options if known else {}
+
+
 def _resolve(
     library: str | os.PathLike[str] | None, platform: str | None
-) -> tuple[str, str | None, Mapping[str, Any]]:
-    """The library path, platform (None: ask the client) and default options to load."""
+) -> tuple[str, str | None, bool]:
+    """The library path, the platform asked for (None: any), and whether the library came
+    by path (CYXLA_PJRT_PLUGIN or an argument) rather than from an installed entry."""
     if library is None:
         library = os.environ.get(PLUGIN_ENVIRONMENT_VARIABLE) or None
     if platform is None:
         platform = os.environ.get(PLATFORM_ENVIRONMENT_VARIABLE) or None
     platform = normalize_platform(platform) if platform else None
     if library is not None:
-        path = str(Path(library).resolve())
-        defaults: Mapping[str, Any] = {}
-        if platform is not None:
-            known = [e for e in discover() if e.platform == platform]
-            defaults = known[0].create_options if known else {}
-        return path, platform, defaults
+        return str(Path(library).resolve()), platform, True
     if platform is None:
         platforms = installed_platforms()
         if not platforms:
@@ -177,8 +179,39 @@ def _resolve(
                 "install one with: pip install 'cyxla[cpu]'"
             )
         platform = platforms[0]
-    entry = entry_for(platform)
-    return entry.library_path(), platform, entry.create_options
+    return entry_for(platform).library_path(), platform, False
+
+
+def _create(
+    path: str, wanted: str | None, options: Mapping[str, Any] | None, by_path: bool
+) -> LoadedPlugin:
+    """Loads the library and creates its client with the platform's default options
+    merged with `options`."""
+    plugin = load_library(path)
+    if by_path:
+        # The platform of a library given by path is known once it has a client: the
+        # first one gets the caller's options alone, and decides which defaults apply.
+        first = _merge({}, options)
+    else:
+        assert wanted is not None, "an installed entry always names its platform"
+        first = _merge(_defaults_for(wanted), options)
+    runtime = _client(plugin, first)
+    actual = normalize_platform(runtime.platform)
+    if wanted is not None and actual != wanted:
+        raise PluginError(f"the plugin {path} provides the platform '{actual}', not '{wanted}'")
+    merged = _merge(_defaults_for(actual), options)
+    if merged != first:
+        del runtime  # one client at a time: the first is destroyed before the second
+        runtime = _client(plugin, merged)
+    return LoadedPlugin(actual, path, merged, plugin, runtime)
+
+
+def _client(plugin: _core.Plugin, options: Mapping[str, Any]) -> _core.Runtime:
+    """A client of `plugin`; a failure names the options, the usual cause."""
+    try:
+        return _core.Runtime.create(plugin, dict(options))
+    except PjrtError as error:
+        raise type(error)(f"{error} (client options: {dict(options)})") from error
 
 
 def initialize(
@@ -192,33 +225,27 @@ def initialize(
     `library` is a plugin's path (default: `CYXLA_PJRT_PLUGIN`, else the installed plugin
     of `platform`); `platform` is "cpu", "cuda", "rocm" or "tpu" (default:
     `CYXLA_PLATFORM`, else the first installed of those). `options` add to or replace
-    the plugin's client options; None as a value removes one. A process loads one
-    plugin: calling this again with other settings raises PluginError.
+    the default client options of the platform's plugin; None as a value removes one. A
+    process loads one plugin: calling this again with other settings raises PluginError.
     """
     global _loaded
-    path, wanted_platform, defaults = _resolve(library, platform)
-    merged = _merge(defaults, options)
+    path, wanted, by_path = _resolve(library, platform)
     with _lock:
         if _loaded is not None:
-            same = _loaded.library == path and (
-                wanted_platform is None or wanted_platform == _loaded.platform
-            )
+            same = _loaded.library == path and wanted in (None, _loaded.platform)
+            merged = _merge(_defaults_for(_loaded.platform), options)
             if same and (options is None or dict(_loaded.options) == merged):
                 return _loaded
             raise PluginError(
                 f"a plugin is already loaded ({_loaded.platform}, {_loaded.library}, options "
                 f"{dict(_loaded.options)}); cyxla.initialize asked for "
-                f"{wanted_platform or 'any platform'}, {path}, options {merged}. A process "
+                f"{wanted or 'any platform'}, {path}, options {merged}. A process "
                 "uses one plugin: call cyxla.initialize before the first compile_program"
             )
-        plugin = load_library(path)
-        runtime = _core.Runtime.create(plugin, merged)
-        actual = normalize_platform(runtime.platform)
-        if wanted_platform is not None and actual != wanted_platform:
-            raise PluginError(
-                f"the plugin {path} provides the platform '{actual}', not '{wanted_platform}'"
-            )
-        _loaded = LoadedPlugin(actual, path, merged, plugin, runtime)
+        loaded = _create(path, wanted, options, by_path)
+        # Custom calls: jaxlib's handlers, JAX's registrations and cyxla's (_custom_calls).
+        _custom_calls.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
+        _loaded = loaded
         return _loaded
 
 

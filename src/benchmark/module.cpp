@@ -5,6 +5,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -119,10 +120,15 @@ size_t check_threads(uint64_t handle, const ReadOnlyArray& table_in, const ReadO
 /// The floor: `calls` executions written directly against the PJRT C API, doing the same
 /// host-in/host-out work as cyxla's execute on the CPU (alias the inputs, run, read the
 /// outputs in place), with no checks. Pointers come from Executable._pjrt_pointers().
-double raw_pjrt_loop(uintptr_t api_address, uintptr_t client_address, uintptr_t device_address,
-                     uintptr_t executable_address, const std::vector<ReadOnlyArray>& in,
-                     const std::vector<int>& types, const std::vector<HostArray>& out,
-                     size_t calls) {
+///
+/// With `phases`, the loop also reads the clock between the steps and returns, instead of
+/// the total, the seconds spent in each: [host buffers in, execute, await, outputs out,
+/// destroy buffers].
+std::vector<double> raw_pjrt_run(uintptr_t api_address, uintptr_t client_address,
+                                 uintptr_t device_address, uintptr_t executable_address,
+                                 const std::vector<ReadOnlyArray>& in,
+                                 const std::vector<int>& types, const std::vector<HostArray>& out,
+                                 size_t calls, bool phases) {
   const auto* api = reinterpret_cast<const PJRT_Api*>(api_address);
   auto* client = reinterpret_cast<PJRT_Client*>(client_address);
   auto* device = reinterpret_cast<PJRT_Device*>(device_address);
@@ -132,8 +138,17 @@ double raw_pjrt_loop(uintptr_t api_address, uintptr_t client_address, uintptr_t 
     dims.emplace_back(a.shape_ptr(), a.shape_ptr() + a.ndim());
   }
   std::vector<PJRT_Buffer*> args(in.size()), results(out.size());
+  std::vector<double> spent(5, 0.0);
   nb::gil_scoped_release release;
+  Clock::time_point mark;
+  auto lap = [&](size_t phase) {
+    if (!phases) return;
+    const auto now = Clock::now();
+    spent[phase] += std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
   auto one_call = [&] {
+    if (phases) mark = Clock::now();
     for (size_t i = 0; i < in.size(); ++i) {
       PJRT_Client_BufferFromHostBuffer_Args b{};
       b.struct_size = sizeof(b);
@@ -165,29 +180,51 @@ double raw_pjrt_loop(uintptr_t api_address, uintptr_t client_address, uintptr_t 
     e.num_args = args.size();
     e.output_lists = &output_list;
     e.device_complete_events = &done;
+    lap(0);
     api->PJRT_LoadedExecutable_Execute(&e);
+    lap(1);
     if (done != nullptr) {
       PJRT_Event_Await_Args a{sizeof(a), nullptr, done};
       api->PJRT_Event_Await(&a);
       PJRT_Event_Destroy_Args d{sizeof(d), nullptr, done};
       api->PJRT_Event_Destroy(&d);
     }
+    lap(2);
     for (size_t j = 0; j < results.size(); ++j) {
       PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{sizeof(p), nullptr, results[j], nullptr};
       api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&p);
       std::memcpy(out[j].data(), p.device_memory_ptr, out[j].nbytes());
-      PJRT_Buffer_Destroy_Args d{sizeof(d), nullptr, results[j]};
+    }
+    lap(3);
+    for (PJRT_Buffer* b : results) {
+      PJRT_Buffer_Destroy_Args d{sizeof(d), nullptr, b};
       api->PJRT_Buffer_Destroy(&d);
     }
     for (PJRT_Buffer* b : args) {
       PJRT_Buffer_Destroy_Args d{sizeof(d), nullptr, b};
       api->PJRT_Buffer_Destroy(&d);
     }
+    lap(4);
   };
   one_call();  // warm
+  std::fill(spent.begin(), spent.end(), 0.0);
   const auto start = Clock::now();
   for (size_t n = 0; n < calls; ++n) one_call();
-  return seconds_since(start);
+  if (phases) return spent;
+  return {seconds_since(start)};
+}
+
+double raw_pjrt_loop(uintptr_t api, uintptr_t client, uintptr_t device, uintptr_t executable,
+                     const std::vector<ReadOnlyArray>& in, const std::vector<int>& types,
+                     const std::vector<HostArray>& out, size_t calls) {
+  return raw_pjrt_run(api, client, device, executable, in, types, out, calls, false)[0];
+}
+
+std::vector<double> raw_pjrt_phases(uintptr_t api, uintptr_t client, uintptr_t device,
+                                    uintptr_t executable, const std::vector<ReadOnlyArray>& in,
+                                    const std::vector<int>& types,
+                                    const std::vector<HostArray>& out, size_t calls) {
+  return raw_pjrt_run(api, client, device, executable, in, types, out, calls, true);
 }
 
 }  // namespace
@@ -201,5 +238,7 @@ NB_MODULE(_benchmark, m) {
   m.def("check_threads", &check_threads, "handle"_a, "table_in"_a, "table_out"_a, "calls"_a,
         "threads"_a);
   m.def("raw_pjrt_loop", &raw_pjrt_loop, "api"_a, "client"_a, "device"_a, "executable"_a,
+        "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
+  m.def("raw_pjrt_phases", &raw_pjrt_phases, "api"_a, "client"_a, "device"_a, "executable"_a,
         "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -90,7 +91,15 @@ void call(const Plugin& plugin, Args& args, std::string_view function,
                     " (PJRT " + std::to_string(plugin.version().major) + "." +
                     std::to_string(plugin.version().minor) + "); install a newer plugin");
   }
-  check(plugin.api(), (plugin.api()->*Slot)(&args), function, kind);
+  PJRT_Error* error = nullptr;
+  try {
+    error = (plugin.api()->*Slot)(&args);
+  } catch (const std::exception& e) {
+    // A C++ plugin may let an exception escape its C functions (seen for an invalid
+    // client option); report it like any other failure of the call.
+    throw Error(kind, std::string(function) + " failed inside the plugin: " + e.what());
+  }
+  check(plugin.api(), error, function, kind);
 }
 
 /// Zero-initialized PJRT argument struct with its struct_size set.

@@ -40,18 +40,20 @@ class BufferView {
   void* data() const noexcept { return view_.buf; }
   size_t nbytes() const noexcept { return static_cast<size_t>(view_.len); }
 
-  /// Whether the view holds an array of exactly `spec`.
-  bool matches(const TensorSpec& spec) const noexcept {
+  /// Whether the view holds an array of exactly `spec`. With `carried`, a bfloat16 spec
+  /// also takes uint16 ("H"): Python's run hands bfloat16 over as uint16 views, since
+  /// NumPy cannot export ml_dtypes' types as buffers.
+  bool matches(const TensorSpec& spec, bool carried) const noexcept {
     if (static_cast<size_t>(view_.ndim) != spec.dims.size()) return false;
     for (size_t d = 0; d < spec.dims.size(); ++d) {
       if (view_.shape[d] != spec.dims[d]) return false;
     }
+    if (spec.type == PJRT_Buffer_Type_BF16 && !carried) return false;
     return format_matches(spec.type) && nbytes() == spec.bytes();
   }
 
  private:
-  /// Whether the struct-module format of the view is `type`'s. Python's run carries
-  /// bfloat16 as uint16 ("H"), since NumPy cannot export ml_dtypes' types as buffers.
+  /// Whether the struct-module format of the view is `type`'s.
   bool format_matches(PJRT_Buffer_Type type) const noexcept {
     const char* f = view_.format != nullptr ? view_.format : "B";
     if (*f == '@' || *f == '=' || *f == '<') ++f;  // native, little-endian
@@ -82,7 +84,8 @@ class BufferView {
 
 }  // namespace
 
-bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle outputs) {
+bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle outputs,
+                    bool converted) {
   const auto& in_specs = executable.inputs();
   const auto& out_specs = executable.outputs();
   nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
@@ -98,11 +101,11 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
   SmallArray<const void*> in_data(n_in);
   SmallArray<void*> out_data(n_out);
   for (size_t i = 0; i < n_in; ++i) {
-    if (!in_views[i].acquire(in_seq[i], false) || !in_views[i].matches(in_specs[i])) return false;
+    if (!in_views[i].acquire(in_seq[i], false) || !in_views[i].matches(in_specs[i], converted)) return false;
     in_data[i] = in_views[i].data();
   }
   for (size_t j = 0; j < n_out; ++j) {
-    if (!out_views[j].acquire(out_seq[j], true) || !out_views[j].matches(out_specs[j])) {
+    if (!out_views[j].acquire(out_seq[j], true) || !out_views[j].matches(out_specs[j], true)) {
       throw Error(ErrorKind::InvalidArgument,
                   "output " + std::to_string(j) + " must be a writable C-contiguous array of " +
                       out_specs[j].to_string());

@@ -10,9 +10,10 @@ namespace cyxla::python {
 /// Runs `executable` with the buffers of `inputs` and writes its results into the buffers
 /// of `outputs`. Returns false, running nothing, when the inputs are not exactly what the
 /// program takes (count, element type, shape, C-contiguity): the caller converts them and
-/// calls again. Outputs of the wrong count or size raise InvalidArgument. The GIL is
-/// released while the plugin runs.
+/// calls again with `converted`, which lets bfloat16 inputs arrive as uint16 arrays.
+/// Outputs (bfloat16 ones as uint16) of the wrong count or size raise InvalidArgument.
+/// The GIL is released while the plugin runs.
 bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
-                    nanobind::handle outputs);
+                    nanobind::handle outputs, bool converted);
 
 }  // namespace cyxla::python

@@ -1,6 +1,5 @@
 // The nanobind module cyxla._core: the C++ runtime as Python sees it.
 #include <nanobind/nanobind.h>
-#include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -9,11 +8,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <array>
-#include <cstring>
 
 #include "abi/registry.hpp"
 #include "abi/table.hpp"
+#include "pjrt/ffi.hpp"
 #include "pjrt/plugin.hpp"
+#include "python/host_buffers.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
 
@@ -23,8 +23,6 @@ using namespace nb::literals;
 namespace cyxla {
 namespace {
 
-using HostArray = nb::ndarray<nb::device::cpu, nb::c_contig>;
-using ReadOnlyArray = nb::ndarray<nb::ro, nb::device::cpu, nb::c_contig>;
 using SpecTuple = std::pair<int, std::vector<int64_t>>;
 
 std::vector<TensorSpec> to_specs(const std::vector<SpecTuple>& tuples) {
@@ -77,47 +75,15 @@ nb::object error_class(ErrorKind kind) {
   return nb::module_::import_("cyxla._errors").attr(names[static_cast<size_t>(kind)]);
 }
 
-/// Checks one array against the spec it is bound to; `role` is "input" or "output".
-template <class Array>
-void check_array(const Array& array, const TensorSpec& spec, size_t index, const char* role) {
-  if (array.nbytes() != spec.bytes()) {
-    throw Error(ErrorKind::InvalidArgument,
-                std::string(role) + " " + std::to_string(index) + " has " +
-                    std::to_string(array.nbytes()) + " bytes, the program's " + spec.to_string() +
-                    " has " + std::to_string(spec.bytes()));
-  }
-}
-
-void execute(const Executable& executable, const std::vector<ReadOnlyArray>& inputs,
-             const std::vector<HostArray>& outputs) {
-  const auto& in_specs = executable.inputs();
-  const auto& out_specs = executable.outputs();
-  if (inputs.size() != in_specs.size() || outputs.size() != out_specs.size()) {
-    throw Error(ErrorKind::InvalidArgument,
-                "expected " + std::to_string(in_specs.size()) + " inputs and " +
-                    std::to_string(out_specs.size()) + " outputs, given " +
-                    std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
-  }
-  std::vector<const void*> in_data(inputs.size());
-  std::vector<void*> out_data(outputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    check_array(inputs[i], in_specs[i], i, "input");
-    in_data[i] = inputs[i].data();
-  }
-  for (size_t j = 0; j < outputs.size(); ++j) {
-    check_array(outputs[j], out_specs[j], j, "output");
-    out_data[j] = outputs[j].data();
-  }
-  nb::gil_scoped_release release;
-  executable.execute(in_data, out_data);
-}
-
 }  // namespace
 }  // namespace cyxla
 
 NB_MODULE(_core, m) {
   using namespace cyxla;
   m.doc() = "The C++ runtime of cyxla: plugins, clients and executables.";
+  // The loaded plugin and its client live until the process exits, by design (a plugin is
+  // never unloaded), so nanobind's report of objects alive at shutdown is noise here.
+  nb::set_leak_warnings(false);
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
@@ -152,6 +118,30 @@ NB_MODULE(_core, m) {
         }
         return out;
       });
+
+  // Custom calls: typed XLA FFI handlers registered with a plugin (pjrt/ffi.hpp).
+  // Versions come back as (major, minor), or None where the plugin did not tell.
+  auto ffi_version_tuple = [](const std::optional<pjrt::FfiVersion>& v) -> nb::object {
+    if (!v) return nb::none();
+    return nb::make_tuple(v->major, v->minor);
+  };
+  m.def(
+      "register_ffi_handler",
+      [ffi_version_tuple](const pjrt::Plugin& plugin, const std::string& name, uintptr_t handler,
+                          const std::string& platform, uint32_t traits) {
+        auto r = pjrt::register_ffi_handler(plugin, name, reinterpret_cast<const void*>(handler),
+                                            platform, traits);
+        return nb::make_tuple(ffi_version_tuple(r.handler), ffi_version_tuple(r.plugin));
+      },
+      "plugin"_a, "name"_a, "handler"_a, "platform"_a, "traits"_a = 0,
+      "Registers the XLA_FFI_Handler* `handler` as target `name` of XLA platform `platform`; "
+      "returns the XLA FFI versions (handler, plugin).");
+  m.def(
+      "ffi_version",
+      [ffi_version_tuple](const pjrt::Plugin& plugin) {
+        return ffi_version_tuple(pjrt::ffi_version(plugin));
+      },
+      "plugin"_a, "The XLA FFI API version of the plugin's XLA.");
 
   nb::class_<Runtime>(m, "Runtime", "A client of one plugin, bound to its first device.")
       .def_static(
@@ -201,8 +191,10 @@ NB_MODULE(_core, m) {
                                    reinterpret_cast<uintptr_t>(r.device()),
                                    reinterpret_cast<uintptr_t>(e.loaded()));
           })
-      .def("execute", &execute, "inputs"_a, "outputs"_a,
-           "Runs the program: reads `inputs`, writes `outputs` (C-contiguous host arrays).")
+      .def("execute", &python::run_on_buffers, "inputs"_a, "outputs"_a, "converted"_a = false,
+           "Runs the program on host arrays: reads `inputs`, writes `outputs`. Returns False, "
+           "running nothing, when an input is not exactly what the program takes; "
+           "`converted` inputs may carry bfloat16 as uint16.")
       .def("serialize",
            [](const Executable& e) {
              std::string s = e.serialize();

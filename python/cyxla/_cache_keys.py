@@ -1,0 +1,152 @@
+"""Cache keys: hashes of everything that decides whether a cached entry is still right."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import metadata
+from typing import Any
+
+import jax
+import numpy as np
+
+from cyxla import _plugins
+from cyxla._cache import cyxla_version
+from cyxla._program import Program
+
+__all__ = ["cache_key", "executable_key", "host_identity", "library_identity"]
+
+
+def _distribution_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.cache
+def _file_identity(path: str) -> tuple[int, int]:
+    """(size, mtime_ns) of `path` when this process first asked: the library it loaded."""
+    info = os.stat(path)
+    return info.st_size, info.st_mtime_ns
+
+
+def library_identity(plugin: _plugins.LoadedPlugin | None = None) -> dict[str, Any]:
+    """What identifies the plugin library that compiles and loads executables.
+
+    Its path, size and modification time (a rebuilt or reinstalled library differs in
+    one of them), its PJRT API version and its `xla_version` attribute. `plugin` defaults
+    to the plugin this process loaded, loading the default one if there is none yet.
+    """
+    loaded = plugin or _plugins.loaded() or _plugins.initialize()
+    size, mtime_ns = _file_identity(loaded.library)
+    return {
+        "path": loaded.library,
+        "size": size,
+        "mtime_ns": mtime_ns,
+        "pjrt_version": list(loaded.plugin.version),
+        "xla_version": _json_safe(loaded.plugin.attributes.get("xla_version")),
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def host_identity() -> dict[str, str]:
+    """The host's architecture and CPU features: CPU executables may use any of them."""
+    features = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+            for line in file:
+                if line.startswith(("flags", "Features")):
+                    features = line.split(":", 1)[1].strip()
+                    break
+    except OSError:  # not Linux
+        features = platform.processor()
+    return {
+        "machine": platform.machine(),
+        "features": hashlib.sha256(features.encode()).hexdigest(),
+    }
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` as JSON that hashes the same for equal values, or TypeError.
+
+    Objects without a stable text (most have a repr with a memory address) are refused
+    rather than turned into keys that never hit.
+    """
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, complex):
+        return {"complex": [value.real, value.imag]}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"bytes": hashlib.sha256(value).hexdigest()}
+    if isinstance(value, np.generic):  # before the shape test: a scalar has a shape too
+        return _json_safe(value.item())
+    if isinstance(value, np.dtype):
+        return {"dtype": value.str if value.kind != "V" else value.name}
+    if isinstance(value, Mapping):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("cache key parts may be mappings with string keys only")
+        return {k: _json_safe(v) for k, v in value.items()}
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # arrays, ShapeDtypeStruct
+        return {"shape": [int(d) for d in value.shape], "dtype": str(np.dtype(value.dtype))}
+    if isinstance(value, Sequence):
+        return [_json_safe(v) for v in value]
+    raise TypeError(
+        f"a cache key part of type {type(value).__name__} has no stable text; pass str, "
+        "bytes, numbers, None, dtypes, shapes or sequences and mappings of them"
+    )
+
+
+def _digest(document: Mapping[str, Any]) -> str:
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cache_key(*parts: Any, distributions: Iterable[str] = ()) -> str:
+    """A key for `store_lowered` and `load_lowered` made from `parts` and versions.
+
+    `parts` describe what was lowered (a name, argument shapes and dtypes, settings):
+    strings, bytes, numbers, None, dtypes, arrays or `jax.ShapeDtypeStruct`s (their
+    shape and dtype), and lists, tuples and string-keyed dicts of those. The key also
+    holds the versions of JAX, jaxlib and cyxla, whether JAX's 64-bit mode is on (it
+    changes what tracing produces), and the version of each installed distribution
+    named in `distributions` (None for one that is missing), such as the package whose
+    JAX code is lowered or the plugin's. Any change gives another key.
+    """
+    names = sorted(set(distributions))
+    return _digest(
+        {
+            "parts": _json_safe(list(parts)),
+            "jax": _distribution_version("jax"),
+            "jaxlib": _distribution_version("jaxlib"),
+            "cyxla": cyxla_version(),
+            "x64": bool(jax.config.jax_enable_x64),
+            "distributions": {name: _distribution_version(name) for name in names},
+        }
+    )
+
+
+def executable_key(
+    program: Program,
+    compile_options: bytes,
+    identity: Mapping[str, Any],
+    client_options: Mapping[str, Any],
+    version: str,
+) -> str:
+    """The key of `program` compiled with `compile_options` by the plugin `identity`
+    (a client made with `client_options`) under cyxla `version`, on this host."""
+    return _digest(
+        {
+            "stablehlo": hashlib.sha256(program.stablehlo).hexdigest(),
+            "compile_options": hashlib.sha256(compile_options).hexdigest(),
+            "platform": program.platform,
+            "plugin": dict(identity),
+            "client_options": {str(k): _json_safe(v) for k, v in client_options.items()},
+            "cyxla": version,
+            "host": host_identity(),
+        }
+    )

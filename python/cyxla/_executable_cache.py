@@ -1,0 +1,102 @@
+"""Compiled executables in the disk cache: looked up before compiling, stored after."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cyxla import _cache, _core, _plugins
+from cyxla._cache_keys import executable_key, library_identity
+from cyxla._program import Program
+
+__all__ = ["Lookup", "load", "store"]
+
+_KIND = "executables"
+Specs = list[tuple[int, list[int]]]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What the cache had for a program."""
+
+    #: The loaded executable, or None on a miss.
+    native: _core.Executable | None
+    #: Seconds spent on the key, reading, checking and loading the entry.
+    seconds: float
+    #: Why an entry found was not used, or why the cache is off; None if nothing went wrong.
+    error: str | None
+    #: The key to store the compiled program under; None when the cache cannot be used.
+    key: str | None
+    identity: dict[str, Any] | None
+
+
+def _specs(specs: Specs) -> list[list[Any]]:
+    return [[int(t), [int(d) for d in shape]] for t, shape in specs]
+
+
+def load(
+    program: Program, loaded: _plugins.LoadedPlugin, compile_options: bytes, specs: Specs
+) -> Lookup:
+    """Looks `program` up; a damaged, foreign or unsafe entry is a miss with an error."""
+    start = time.perf_counter()
+    if _cache.cache_directory() is None:
+        return Lookup(None, 0.0, None, None, None)
+    try:
+        identity = library_identity(loaded)
+    except OSError as error:  # the library moved since it was loaded: no key to trust
+        return Lookup(
+            None, time.perf_counter() - start, f"cannot identify the plugin: {error}", None, None
+        )
+    key = executable_key(program, compile_options, identity, loaded.options, _cache.cyxla_version())
+    try:
+        entry = _cache.read(_KIND, key)
+    except _cache.CacheRefusedError as error:
+        return Lookup(None, time.perf_counter() - start, str(error), None, None)
+    except _cache.EntryError as error:
+        return Lookup(None, time.perf_counter() - start, str(error), key, identity)
+    native, error = (None, None) if entry is None else _use(entry, loaded, program, specs, identity)
+    return Lookup(native, time.perf_counter() - start, error, key, identity)
+
+
+def _use(
+    entry: _cache.Entry,
+    loaded: _plugins.LoadedPlugin,
+    program: Program,
+    specs: Specs,
+    identity: dict[str, Any],
+) -> tuple[_core.Executable | None, str | None]:
+    """The executable in a checked entry, or None and why it cannot be used."""
+    if entry.header.get("plugin") != identity:
+        return None, f"{entry.path} was written by another plugin: {entry.header.get('plugin')}"
+    if entry.header.get("inputs") != _specs(specs):
+        return None, f"{entry.path} was compiled for other inputs: {entry.header.get('inputs')}"
+    try:
+        native = loaded.runtime.deserialize(entry.payload, specs)
+    except Exception as failure:  # whatever the plugin says, compiling is the way out
+        return None, f"the plugin could not load {entry.path}: {failure}"
+    expected = [(int(s.element_type), list(s.shape)) for s in program.outputs]
+    actual = [(t, list(d)) for t, d in native.outputs]
+    if actual != expected:
+        return None, f"{entry.path} loaded with outputs {actual}, not {expected}"
+    return native, None
+
+
+def store(lookup: Lookup, program: Program, native: _core.Executable, specs: Specs) -> str | None:
+    """Stores a compiled executable under the key `load` made; returns why not, if it failed."""
+    if lookup.key is None:
+        return None
+    try:
+        header = {
+            "name": program.name,
+            "platform": program.platform,
+            "plugin": lookup.identity,
+            "inputs": _specs(specs),
+            "fingerprint": native.fingerprint().hex(),
+        }
+        _cache.write(_KIND, lookup.key, header, native.serialize())
+    except _cache.CacheRefusedError as error:
+        return str(error)
+    except Exception as error:  # the program runs anyway; the next start compiles again
+        return f"could not store the executable: {error}"
+    return None

@@ -1,0 +1,44 @@
+// Registering typed XLA FFI handlers (custom-call targets) with a plugin through its PJRT
+// FFI extension, and the XLA FFI API versions on both sides of a registration.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "pjrt/plugin.hpp"
+
+namespace cyxla::pjrt {
+
+/// An XLA FFI API version (XLA_FFI_API_MAJOR.XLA_FFI_API_MINOR of some build of XLA).
+struct FfiVersion {
+  int major = 0;
+  int minor = 0;
+};
+
+/// The versions met by one registration. Either is empty when it could not be read: a
+/// plugin whose XLA never asks handlers for their metadata tells neither.
+struct FfiRegistration {
+  std::optional<FfiVersion> handler;  // the FFI headers the handler was built with
+  std::optional<FfiVersion> plugin;   // the FFI API of the plugin's XLA
+};
+
+/// The XLA FFI API version of the plugin's XLA, read once per plugin by registering a
+/// probe handler (target "cyxla_ffi_version_probe"): XLA's metadata call hands it the
+/// plugin's XLA_FFI_Api. Throws cyxla::Error when the plugin has no FFI extension.
+std::optional<FfiVersion> ffi_version(const Plugin& plugin);
+
+/// Registers `handler`, an XLA_FFI_Handler* that implements the execute stage, as the
+/// custom-call target `name` of `platform` (XLA's name: "Host" for the CPU, "CUDA",
+/// "ROCM"), with XLA_FFI_Handler_Traits `traits`.
+///
+/// Asks the handler for its metadata first, as XLA will, and throws cyxla::Error
+/// (InvalidArgument) with the handler's message when it refuses. XLA drops the error of
+/// a registration it rejects (an incompatible FFI version, another handler already
+/// registered under `name`), so a caller verifies the registration by compiling a
+/// program that calls the target; the versions returned explain a rejection.
+FfiRegistration register_ffi_handler(const Plugin& plugin, std::string_view name,
+                                     const void* handler, std::string_view platform,
+                                     uint32_t traits);
+
+}  // namespace cyxla::pjrt

@@ -1,0 +1,72 @@
+// Proves that cyxla's declarations of the XLA FFI structs (src/pjrt/xla_ffi.hpp) match
+// the headers that jaxlib ships: compiling this file is the test.
+#include <cstddef>
+#include <type_traits>
+
+#include "pjrt/xla_ffi.hpp"
+#include "xla/ffi/api/c_api.h"
+
+namespace ours = cyxla::xla_ffi;
+
+#define SAME_OFFSET(our_type, our_field, their_type, their_field)          \
+  static_assert(offsetof(ours::our_type, our_field) ==                     \
+                    offsetof(their_type, their_field),                     \
+                #our_type "::" #our_field " is not at " #their_type "::" #their_field)
+
+static_assert(ours::kExtensionMetadata == XLA_FFI_Extension_Metadata);
+static_assert(ours::kStageExecute == XLA_FFI_ExecutionStage_EXECUTE);
+static_assert(ours::kErrorInvalidArgument == XLA_FFI_Error_Code_INVALID_ARGUMENT);
+
+static_assert(sizeof(ours::ExtensionBase) == sizeof(XLA_FFI_Extension_Base));
+SAME_OFFSET(ExtensionBase, type, XLA_FFI_Extension_Base, type);
+SAME_OFFSET(ExtensionBase, next, XLA_FFI_Extension_Base, next);
+
+static_assert(ours::kApiVersionSize == XLA_FFI_Api_Version_STRUCT_SIZE);
+SAME_OFFSET(ApiVersion, major_version, XLA_FFI_Api_Version, major_version);
+SAME_OFFSET(ApiVersion, minor_version, XLA_FFI_Api_Version, minor_version);
+
+static_assert(sizeof(ours::ErrorCreateArgs) == sizeof(XLA_FFI_Error_Create_Args));
+SAME_OFFSET(ErrorCreateArgs, message, XLA_FFI_Error_Create_Args, message);
+SAME_OFFSET(ErrorCreateArgs, errc, XLA_FFI_Error_Create_Args, errc);
+static_assert(sizeof(ours::ErrorGetMessageArgs) == sizeof(XLA_FFI_Error_GetMessage_Args));
+SAME_OFFSET(ErrorGetMessageArgs, error, XLA_FFI_Error_GetMessage_Args, error);
+SAME_OFFSET(ErrorGetMessageArgs, message, XLA_FFI_Error_GetMessage_Args, message);
+static_assert(sizeof(ours::ErrorDestroyArgs) == sizeof(XLA_FFI_Error_Destroy_Args));
+SAME_OFFSET(ErrorDestroyArgs, error, XLA_FFI_Error_Destroy_Args, error);
+
+SAME_OFFSET(Api, api_version, XLA_FFI_Api, api_version);
+SAME_OFFSET(Api, internal_api, XLA_FFI_Api, internal_api);
+SAME_OFFSET(Api, error_create, XLA_FFI_Api, XLA_FFI_Error_Create);
+SAME_OFFSET(Api, error_get_message, XLA_FFI_Api, XLA_FFI_Error_GetMessage);
+SAME_OFFSET(Api, error_destroy, XLA_FFI_Api, XLA_FFI_Error_Destroy);
+
+static_assert(ours::kValuesSize == XLA_FFI_Args_STRUCT_SIZE);
+static_assert(ours::kValuesSize == XLA_FFI_Rets_STRUCT_SIZE);
+static_assert(ours::kAttrsSize == XLA_FFI_Attrs_STRUCT_SIZE);
+SAME_OFFSET(Values, size, XLA_FFI_Args, size);
+SAME_OFFSET(Values, types, XLA_FFI_Args, types);
+SAME_OFFSET(Values, values, XLA_FFI_Args, args);
+SAME_OFFSET(Values, values, XLA_FFI_Rets, rets);
+SAME_OFFSET(Attrs, names, XLA_FFI_Attrs, names);
+SAME_OFFSET(Attrs, attrs, XLA_FFI_Attrs, attrs);
+
+static_assert(ours::kCallFrameSize == XLA_FFI_CallFrame_STRUCT_SIZE);
+SAME_OFFSET(CallFrame, extension_start, XLA_FFI_CallFrame, extension_start);
+SAME_OFFSET(CallFrame, api, XLA_FFI_CallFrame, api);
+SAME_OFFSET(CallFrame, ctx, XLA_FFI_CallFrame, ctx);
+SAME_OFFSET(CallFrame, stage, XLA_FFI_CallFrame, stage);
+SAME_OFFSET(CallFrame, args, XLA_FFI_CallFrame, args);
+SAME_OFFSET(CallFrame, rets, XLA_FFI_CallFrame, rets);
+SAME_OFFSET(CallFrame, attrs, XLA_FFI_CallFrame, attrs);
+SAME_OFFSET(CallFrame, future, XLA_FFI_CallFrame, future);
+
+static_assert(ours::kMetadataSize == XLA_FFI_Metadata_STRUCT_SIZE);
+SAME_OFFSET(Metadata, api_version, XLA_FFI_Metadata, api_version);
+SAME_OFFSET(Metadata, traits, XLA_FFI_Metadata, traits);
+SAME_OFFSET(Metadata, state_type_id, XLA_FFI_Metadata, state_type_id);
+static_assert(ours::kMetadataExtensionSize == XLA_FFI_Metadata_Extension_STRUCT_SIZE);
+SAME_OFFSET(MetadataExtension, metadata, XLA_FFI_Metadata_Extension, metadata);
+
+static_assert(std::is_same_v<ours::Handler*, ours::Error* (*)(ours::CallFrame*)>);
+
+int main() { return 0; }

@@ -1,0 +1,797 @@
+"""The disk cache: hits across processes, concurrency, damaged and unsafe entries, keys,
+eviction, lowered programs and the `cache` command."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import cyxla as cx
+from cyxla import _cache, _cache_keys, _plugins
+from cyxla.__main__ import main as cli
+
+from conftest import run_cyxla, run_python
+
+# ------------------------------------------------------------------ helpers
+
+#: A program lowered and compiled in a fresh process. With BARRIER set, the process
+#: waits before storing its entry until one other process has got as far, so both
+#: compiled the program (both missed) and both write at once.
+_CHILD = """
+import json, os, time
+import numpy as np
+import jax, jax.numpy as jnp
+import cyxla as cx
+from cyxla import _cache
+
+def affine(x, w):
+    return jnp.tanh(x @ w) + 1.0
+
+barrier = os.environ.get("BARRIER")
+if barrier:
+    original = _cache.write
+
+    def write(*args, **kwargs):
+        open(os.path.join(barrier, f"at-write-{os.getpid()}"), "w").close()
+        deadline = time.monotonic() + 120
+        while sum(n.startswith("at-write-") for n in os.listdir(barrier)) < 2:
+            assert time.monotonic() < deadline, "the other process never came"
+            time.sleep(0.002)
+        return original(*args, **kwargs)
+
+    _cache.write = write
+
+f32 = jnp.float32
+program = cx.lower(affine, [jax.ShapeDtypeStruct((4, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
+x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+w = np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)
+executable, stats = cx.compile_program(program)
+(out,) = executable.run([x, w])
+right = bool(np.allclose(out, np.tanh(x @ w) + 1.0, atol=1e-5))
+print(json.dumps({"hit": stats.cache_hit, "error": stats.cache_error, "right": right,
+                  "library": cx.library_identity()["path"]}))
+"""
+
+
+def _outcome(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _child(cache: Path, **env: str) -> dict[str, Any]:
+    return _outcome(run_python(_CHILD, env={"CYXLA_CACHE_DIR": str(cache), **env}))
+
+
+def _spec(*shape: int, dtype: Any = np.float32) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, np.dtype(dtype))
+
+
+def _program(scale: float = 2.0, n: int = 8) -> cx.Program:
+    """A small program; each `scale` gives other StableHLO (a constant) and another key."""
+
+    def scaled(x: jax.Array, w: jax.Array) -> jax.Array:
+        return jnp.tanh(x @ w) * scale
+
+    return cx.lower(scaled, [_spec(4, n), _spec(n, n)])
+
+
+def _check(executable: cx.Executable, scale: float = 2.0, n: int = 8) -> None:
+    x = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(4, n)
+    w = np.linspace(-0.5, 0.5, n * n, dtype=np.float32).reshape(n, n)
+    (out,) = executable.run([x, w])
+    np.testing.assert_allclose(out, np.tanh(x @ w) * scale, rtol=1e-5, atol=1e-6)
+
+
+def _entries(cache: Path, kind: str = "executables") -> list[Path]:
+    return sorted((cache / kind).glob("*.entry"))
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache directory of this test's own (not created yet)."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, str(directory))
+    monkeypatch.delenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, raising=False)
+    return directory
+
+
+class _SpyRuntime:
+    """The process's runtime, recording every payload handed to `deserialize`."""
+
+    def __init__(self, runtime: Any) -> None:
+        self._runtime = runtime
+        self.deserialized: list[bytes] = []
+
+    def deserialize(self, serialized: bytes, inputs: Any) -> Any:
+        self.deserialized.append(bytes(serialized))
+        return self._runtime.deserialize(serialized, inputs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runtime, name)
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> _SpyRuntime:
+    loaded = cx.initialize()
+    recorder = _SpyRuntime(loaded.runtime)
+    monkeypatch.setattr(_plugins, "_loaded", dataclasses.replace(loaded, runtime=recorder))
+    return recorder
+
+
+def _payload(path: Path) -> bytes:
+    data = path.read_bytes()
+    _, _, length, _ = _cache._PREFIX.unpack_from(data)
+    return data[_cache._PREFIX.size + length :]
+
+
+def _rewrite_header(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Rewrites an entry's header with a valid checksum: a well-formed foreign entry."""
+    data = path.read_bytes()
+    _, _, length, _ = _cache._PREFIX.unpack_from(data)
+    header = json.loads(data[_cache._PREFIX.size : _cache._PREFIX.size + length])
+    payload = data[_cache._PREFIX.size + length :]
+    change(header)
+    path.write_bytes(_cache._encode(header, payload))
+
+
+# ------------------------------------------------------------------ directory
+
+
+def test_cache_directory_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CYXLA_CACHE_DIR", str(tmp_path / "here"))
+    assert cx.CACHE_ENVIRONMENT_VARIABLE == "CYXLA_CACHE_DIR"
+    assert cx.cache_directory() == tmp_path / "here"
+    for off in ("", "0", " 0 "):
+        monkeypatch.setenv("CYXLA_CACHE_DIR", off)
+        assert cx.cache_directory() is None
+
+
+def test_default_cache_directory_follows_xdg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CYXLA_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cx.cache_directory() == tmp_path / "home" / ".cache" / "cyxla"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cx.cache_directory() == tmp_path / "xdg" / "cyxla"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the spec says
+    assert cx.cache_directory() == tmp_path / "home" / ".cache" / "cyxla"
+
+
+def test_cache_is_created_private(cache: Path, spy: _SpyRuntime) -> None:
+    cx.compile_program(_program())
+    (entry,) = _entries(cache)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    assert stat.S_IMODE((cache / "executables").stat().st_mode) == 0o700
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+
+
+def test_cache_off_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _SpyRuntime
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for off in ("", "0"):
+        monkeypatch.setenv("CYXLA_CACHE_DIR", off)
+        executable, stats = cx.compile_program(_program())
+        _check(executable)
+        assert (stats.cache_hit, stats.cache_error) == (False, None)
+        assert stats.compile_seconds > 0
+        assert not cx.store_lowered("off", _program())
+        assert cx.load_lowered("off") is None
+    assert list(tmp_path.iterdir()) == []
+    assert spy.deserialized == []
+
+
+# ------------------------------------------------------------------ hits and misses
+
+
+def test_hit_and_miss_across_processes(cache: Path) -> None:
+    first = _child(cache)
+    assert first == {**first, "hit": False, "error": None, "right": True}
+    assert len(_entries(cache)) == 1
+    second = _child(cache)
+    assert second == {**second, "hit": True, "error": None, "right": True}
+
+
+def test_hit_in_process_reports_its_statistics(cache: Path, spy: _SpyRuntime) -> None:
+    program = _program()
+    executable, miss = cx.compile_program(program)
+    _check(executable)
+    assert (miss.cache_hit, miss.cache_error) == (False, None)
+    assert miss.compile_seconds > 0
+    executable, hit = cx.compile_program(program)
+    _check(executable)
+    assert (hit.cache_hit, hit.cache_error, hit.compile_seconds) == (True, None, 0.0)
+    assert hit.load_seconds > 0
+    assert len(spy.deserialized) == 1
+
+
+def test_compile_options_are_part_of_the_key(cache: Path, spy: _SpyRuntime) -> None:
+    program = _program()
+    cx.compile_program(program)
+    _, stats = cx.compile_program(program, options={"xla_backend_optimization_level": 1})
+    assert not stats.cache_hit
+    _, stats = cx.compile_program(program, options={"xla_backend_optimization_level": 1})
+    assert stats.cache_hit
+    assert len(_entries(cache)) == 2
+
+
+def test_two_processes_compiling_the_same_program_at_once(cache: Path, tmp_path: Path) -> None:
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    env = {**os.environ, "CYXLA_CACHE_DIR": str(cache), "BARRIER": str(barrier)}
+    code = textwrap.dedent(_CHILD)
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outcomes = []
+    for child in children:
+        stdout, stderr = child.communicate(timeout=300)
+        outcomes.append(
+            _outcome(subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr))
+        )
+    # Both stopped at the barrier before storing: both compiled, then both wrote.
+    assert len(list(barrier.iterdir())) == 2
+    assert all(o["hit"] is False and o["error"] is None and o["right"] for o in outcomes)
+    assert len(_entries(cache)) == 1
+    assert not [p for p in (cache / "executables").iterdir() if p.suffix != ".entry"]
+    third = _child(cache)
+    assert third == {**third, "hit": True, "error": None, "right": True}
+
+
+def test_writers_and_readers_in_threads_see_whole_entries(cache: Path) -> None:
+    payloads = [bytes([index]) * 300_000 for index in range(4)]
+    seen: list[bytes] = []
+    failures: list[Exception] = []
+    stop = threading.Event()
+
+    def writer(payload: bytes) -> None:
+        for _ in range(15):
+            _cache.write("programs", "contended", {}, payload)
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                entry = _cache.read("programs", "contended")
+            except Exception as error:
+                failures.append(error)
+                return
+            if entry is not None:
+                seen.append(entry.payload)
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    writers = [threading.Thread(target=writer, args=(p,)) for p in payloads]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert failures == []
+    assert seen and all(payload in payloads for payload in seen)
+    assert len(list((cache / "programs").iterdir())) == 1  # no temporary file left
+
+
+# ------------------------------------------------------------------ damaged entries
+
+
+def _flip(position: int) -> Callable[[bytes], bytes]:
+    def change(data: bytes) -> bytes:
+        flipped = bytearray(data)
+        flipped[position] ^= 0x10
+        return bytes(flipped)
+
+    return change
+
+
+_DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "empty": (lambda d: b"", "truncated (0 bytes"),
+    "truncated in the prefix": (lambda d: d[:30], "truncated (30 bytes"),
+    "truncated in the header": (lambda d: d[: _cache._PREFIX.size + 10], "header is incomplete"),
+    "truncated to half": (lambda d: d[: len(d) // 2], "corrupted or truncated"),
+    "missing its last byte": (lambda d: d[:-1], "corrupted or truncated"),
+    "bit flipped in the payload": (_flip(-100), "corrupted or truncated"),
+    "bit flipped in the header": (_flip(_cache._PREFIX.size + 3), "corrupted or truncated"),
+    "bit flipped in the checksum": (_flip(20), "corrupted or truncated"),
+    "bit flipped in the magic": (_flip(1), "not a cyxla cache entry"),
+    "another format version": (
+        lambda d: d[:8] + (99).to_bytes(4, "little") + d[12:],
+        "cache format 99",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGE))
+def test_damaged_entry_is_ignored_reported_and_replaced(
+    cache: Path, spy: _SpyRuntime, damage: str
+) -> None:
+    change, message = _DAMAGE[damage]
+    program = _program()
+    cx.compile_program(program)
+    (entry,) = _entries(cache)
+    entry.write_bytes(change(entry.read_bytes()))
+
+    executable, stats = cx.compile_program(program)
+    _check(executable)  # compiled afresh: right whatever the entry held
+    assert not stats.cache_hit
+    assert stats.cache_error is not None and message in stats.cache_error
+    assert spy.deserialized == []  # the damaged bytes never reached the plugin
+    executable, stats = cx.compile_program(program)
+    assert (stats.cache_hit, stats.cache_error) == (True, None)
+    assert spy.deserialized == [_payload(entry)]  # the replacement, not the damaged entry
+    _check(executable)
+
+
+_FOREIGN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "another cyxla": (lambda h: h.update(cyxla_version="0.0.1"), "written by cyxla 0.0.1"),
+    "another plugin": (
+        lambda h: h["plugin"].update(size=h["plugin"]["size"] + 1),
+        "written by another plugin",
+    ),
+    "other inputs": (lambda h: h.update(inputs=[[11, [1]], [11, [1]]]), "other inputs"),
+    "another kind": (lambda h: h.update(kind="programs"), "for another key"),
+}
+
+
+@pytest.mark.parametrize("foreign", list(_FOREIGN))
+def test_foreign_entry_is_ignored_reported_and_replaced(
+    cache: Path, spy: _SpyRuntime, foreign: str
+) -> None:
+    change, message = _FOREIGN[foreign]
+    program = _program()
+    cx.compile_program(program)
+    (entry,) = _entries(cache)
+    _rewrite_header(entry, change)
+
+    executable, stats = cx.compile_program(program)
+    _check(executable)
+    assert not stats.cache_hit
+    assert stats.cache_error is not None and message in stats.cache_error
+    assert spy.deserialized == []
+    _, stats = cx.compile_program(program)
+    assert stats.cache_hit
+
+
+def test_entry_of_another_program_is_not_loaded(cache: Path, spy: _SpyRuntime) -> None:
+    first, second = _program(2.0), _program(3.0)
+    cx.compile_program(first)
+    (first_entry,) = _entries(cache)
+    cx.compile_program(second)
+    (second_entry,) = [e for e in _entries(cache) if e != first_entry]
+    shutil.copyfile(first_entry, second_entry)  # the other program's code, well formed
+
+    executable, stats = cx.compile_program(second)
+    _check(executable, scale=3.0)
+    assert not stats.cache_hit
+    assert stats.cache_error is not None and "for another key" in stats.cache_error
+    assert spy.deserialized == []
+
+
+# ------------------------------------------------------------------ unsafe entries
+
+
+def test_world_writable_cache_directory_is_refused(cache: Path, spy: _SpyRuntime) -> None:
+    program = _program()
+    cx.compile_program(program)
+    (entry,) = _entries(cache)
+    before = entry.stat().st_mtime_ns
+    cache.chmod(0o777)
+    try:
+        with pytest.warns(UserWarning, match="can be written by other users"):
+            executable, stats = cx.compile_program(program)
+    finally:
+        cache.chmod(0o700)
+    _check(executable)
+    assert not stats.cache_hit
+    assert stats.cache_error is not None and "other users" in stats.cache_error
+    assert spy.deserialized == []
+    assert _entries(cache) == [entry] and entry.stat().st_mtime_ns == before  # untouched
+    _, stats = cx.compile_program(program)
+    assert stats.cache_hit
+
+
+def test_writable_entry_directory_is_refused(cache: Path, spy: _SpyRuntime) -> None:
+    program = _program()
+    cx.compile_program(program)
+    (cache / "executables").chmod(0o770)
+    with pytest.warns(UserWarning, match="can be written by other users"):
+        _, stats = cx.compile_program(program)
+    assert not stats.cache_hit and spy.deserialized == []
+
+
+def test_group_writable_entry_is_refused_and_replaced(cache: Path, spy: _SpyRuntime) -> None:
+    program = _program()
+    cx.compile_program(program)
+    (entry,) = _entries(cache)
+    entry.chmod(0o664)
+    with pytest.warns(UserWarning, match="can be written by other users"):
+        executable, stats = cx.compile_program(program)
+    _check(executable)
+    assert not stats.cache_hit and spy.deserialized == []
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600  # replaced by a private one
+    _, stats = cx.compile_program(program)
+    assert stats.cache_hit
+
+
+def test_cache_owned_by_another_user_is_refused(
+    cache: Path, spy: _SpyRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = _program()
+    cx.compile_program(program)
+    # Seen from another user's process, the cache belongs to someone else.
+    monkeypatch.setattr(_cache, "_user", lambda: os.geteuid() + 1)
+    with pytest.warns(UserWarning, match="is owned by user"):
+        executable, stats = cx.compile_program(program)
+    _check(executable)
+    assert not stats.cache_hit and spy.deserialized == []
+    assert stats.cache_error is not None and "owned by user" in stats.cache_error
+
+
+def test_symbolic_link_entry_is_refused(cache: Path, spy: _SpyRuntime, tmp_path: Path) -> None:
+    program = _program()
+    cx.compile_program(program)
+    (entry,) = _entries(cache)
+    elsewhere = tmp_path / "elsewhere.entry"
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)  # the right bytes, but not a file of the cache
+    _, stats = cx.compile_program(program)
+    assert not stats.cache_hit and spy.deserialized == []
+    assert stats.cache_error is not None and "cannot open" in stats.cache_error
+    assert not entry.is_symlink()  # replaced by a real entry
+
+
+# ------------------------------------------------------------------ size and eviction
+
+
+def test_max_bytes_parses_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    variable = _cache.MAX_BYTES_ENVIRONMENT_VARIABLE
+    monkeypatch.delenv(variable, raising=False)
+    assert _cache.max_bytes() == 1 << 30
+    for text, value in [("1000", 1000), ("512K", 512 << 10), ("3m", 3 << 20), ("2G", 2 << 30)]:
+        monkeypatch.setenv(variable, text)
+        assert _cache.max_bytes() == value
+    monkeypatch.setenv(variable, "lots")
+    with pytest.warns(UserWarning, match="is not a size"):
+        assert _cache.max_bytes() == 1 << 30
+
+
+def test_eviction_removes_the_least_recently_used(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = b"x" * 10_000
+    paths = {name: _cache.write("programs", name, {}, payload) for name in "abc"}
+    size = paths["a"].stat().st_size
+    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, str(3 * size + size // 2))
+    now = time.time()
+    for age, name in [(300, "a"), (200, "b"), (100, "c")]:
+        os.utime(paths[name], (now - age, now - age))
+    assert _cache.read("programs", "a") is not None  # a use makes "a" the newest
+    _cache.write("programs", "d", {}, payload)
+    assert {name: _cache.read("programs", name) is not None for name in "abcd"} == {
+        "a": True,
+        "b": False,
+        "c": True,
+        "d": True,
+    }
+
+
+def test_compiled_entries_stay_within_the_bound(
+    cache: Path, spy: _SpyRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cx.compile_program(_program(2.0))
+    (entry,) = _entries(cache)
+    bound = entry.stat().st_size * 3 // 2  # room for one executable, not two
+    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, str(bound))
+    cx.compile_program(_program(3.0))
+    assert len(_entries(cache)) == 1 and not entry.exists()
+    _, stats = cx.compile_program(_program(2.0))
+    assert not stats.cache_hit  # evicted, so compiled again
+    assert sum(p.stat().st_size for p in _entries(cache)) <= bound
+
+
+def test_entry_larger_than_the_bound_is_reported(
+    cache: Path, spy: _SpyRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, "100")
+    executable, stats = cx.compile_program(_program())
+    _check(executable)
+    assert stats.cache_error is not None and "larger than the cache's size bound" in (
+        stats.cache_error
+    )
+    assert _entries(cache) == []
+    with pytest.warns(UserWarning, match="size bound"):
+        assert not cx.store_lowered("big", _program())
+
+
+# ------------------------------------------------------------------ keys
+
+
+def test_executable_key_changes_when_any_part_changes() -> None:
+    program = _program()
+    identity = {
+        "path": "/p.so",
+        "size": 10,
+        "mtime_ns": 5,
+        "pjrt_version": [0, 90],
+        "xla_version": 2,
+    }
+    base = (program, b"options", identity, {"asynchronous": False}, "0.1.0")
+
+    def key(**changes: Any) -> str:
+        parts = dict(
+            zip(("program", "options", "identity", "client", "version"), base, strict=True)
+        )
+        parts.update(changes)
+        return _cache_keys.executable_key(*parts.values())
+
+    keys = [key()]
+    keys.append(key(program=dataclasses.replace(program, stablehlo=program.stablehlo + b" ")))
+    keys.append(key(program=dataclasses.replace(program, platform="cuda")))
+    keys.append(key(options=b"other options"))
+    for field, value in [
+        ("path", "/q.so"),
+        ("size", 11),
+        ("mtime_ns", 6),
+        ("pjrt_version", [0, 91]),
+        ("xla_version", 3),
+    ]:
+        keys.append(key(identity={**identity, field: value}))
+    keys.append(key(client={"asynchronous": True}))
+    keys.append(key(version="0.2.0"))
+    assert len(set(keys)) == len(keys)
+    assert key() == keys[0]  # and the same parts give the same key
+
+
+def test_cache_key_changes_when_any_part_changes(
+    monkeypatch: pytest.MonkeyPatch, x64: None
+) -> None:
+    base = cx.cache_key("model", _spec(4, 8), {"layers": 3})
+    assert base == cx.cache_key("model", _spec(4, 8), {"layers": 3})
+    keys = [
+        base,
+        cx.cache_key("model2", _spec(4, 8), {"layers": 3}),
+        cx.cache_key("model", _spec(4, 9), {"layers": 3}),
+        cx.cache_key("model", _spec(4, 8, dtype=np.float64), {"layers": 3}),
+        cx.cache_key("model", _spec(4, 8), {"layers": 4}),
+        cx.cache_key("model", _spec(4, 8), {"layers": 3}, distributions=["numpy"]),
+    ]
+    jax.config.update("jax_enable_x64", False)
+    keys.append(cx.cache_key("model", _spec(4, 8), {"layers": 3}))
+    jax.config.update("jax_enable_x64", True)
+    assert len(set(keys)) == len(keys)
+
+    real = _cache_keys._distribution_version
+    for name in ("jax", "jaxlib", "numpy"):
+        monkeypatch.setattr(
+            _cache_keys,
+            "_distribution_version",
+            lambda d, name=name: "9.9" if d == name else real(d),
+        )
+        keys.append(cx.cache_key("model", _spec(4, 8), {"layers": 3}, distributions=["numpy"]))
+    monkeypatch.setattr(_cache_keys, "_distribution_version", real)
+    monkeypatch.setattr(_cache_keys, "cyxla_version", lambda: "9.9")
+    keys.append(cx.cache_key("model", _spec(4, 8), {"layers": 3}))
+    assert len(set(keys)) == len(keys)
+
+
+def test_cache_key_refuses_parts_without_a_stable_text() -> None:
+    with pytest.raises(TypeError, match="has no stable text"):
+        cx.cache_key(object())
+    with pytest.raises(TypeError, match="string keys"):
+        cx.cache_key({1: "one"})
+    # Values of the same text but another type are other keys.
+    assert (
+        len(
+            {
+                cx.cache_key(1),
+                cx.cache_key("1"),
+                cx.cache_key(1.0),
+                cx.cache_key(b"1"),
+                cx.cache_key(True),
+                cx.cache_key(np.int32(1)),
+            }
+        )
+        == 5
+    )  # np.int32(1) is 1
+
+
+def test_library_identity_describes_the_loaded_plugin() -> None:
+    loaded = cx.initialize()
+    identity = cx.library_identity()
+    info = os.stat(loaded.library)
+    assert identity == {
+        "path": loaded.library,
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "pjrt_version": list(loaded.plugin.version),
+        "xla_version": loaded.plugin.attributes.get("xla_version"),
+    }
+
+
+def test_another_plugin_build_does_not_hit(cache: Path, tmp_path: Path) -> None:
+    """A copy of the plugin is another build to the cache until its identity matches."""
+    original = _plugins.entry_for("cpu").library_path()
+    copy = tmp_path / "copy" / "pjrt_c_api_cpu_plugin.so"
+    copy.parent.mkdir()
+    shutil.copy2(original, copy)
+    with_copy = {"CYXLA_PJRT_PLUGIN": str(copy), "CYXLA_PLATFORM": "cpu"}
+
+    try:
+        first = _child(cache, **with_copy)
+        assert (first["hit"], first["right"]) == (False, True)
+        assert Path(first["library"]) == copy.resolve()
+        assert _child(cache, **with_copy)["hit"]
+        assert not _child(cache)["hit"]  # the installed library: another identity
+        os.utime(copy, ns=(time.time_ns(), time.time_ns()))  # as if rebuilt in place
+        assert not _child(cache, **with_copy)["hit"]
+        assert len(_entries(cache)) == 3
+    finally:
+        copy.unlink()  # 200 MB: not left for pytest's kept temporary directories
+
+
+# ------------------------------------------------------------------ lowered programs
+
+
+def _structured(x: jax.Array, w: jax.Array) -> dict[str, Any]:
+    y = x @ w
+    return {
+        "sum": jnp.sum(y),
+        "parts": (y, [x * 2, None]),
+        "ordered": collections.OrderedDict(b=y + 1, a=w),
+    }
+
+
+def _structured_program() -> cx.Program:
+    return cx.lower(_structured, [_spec(2, 3, dtype=ml_dtypes.bfloat16), _spec(3, 3)])
+
+
+def test_lowered_program_round_trips(cache: Path) -> None:
+    program = _structured_program()
+    key = cx.cache_key("structured")
+    assert cx.load_lowered(key) is None
+    assert cx.store_lowered(key, program)
+    loaded = cx.load_lowered(key)
+    assert loaded is not None
+    assert loaded == program  # every field but the output tree
+    assert loaded.output_tree == program.output_tree
+    assert loaded.inputs[0].dtype == np.dtype(ml_dtypes.bfloat16)
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3).astype(ml_dtypes.bfloat16)
+    w = np.eye(3, dtype=np.float32)
+    executable, _ = cx.compile_program(loaded)
+    result = jax.tree.unflatten(loaded.output_tree, executable.run([x, w]))
+    assert result["parts"][1][1] is None
+    assert list(result["ordered"]) == ["b", "a"]
+    np.testing.assert_allclose(result["parts"][0], x.astype(np.float32), rtol=1e-2)
+
+
+def test_lowered_program_in_another_process(cache: Path) -> None:
+    key_parts = ("affine-model", _spec(4, 8), _spec(8, 8))
+    cx.store_lowered(cx.cache_key(*key_parts), _program())
+    result = run_python(
+        """
+        import json
+        import jax, numpy as np
+        import cyxla as cx
+
+        spec = lambda *shape: jax.ShapeDtypeStruct(shape, np.dtype(np.float32))
+        program = cx.load_lowered(cx.cache_key("affine-model", spec(4, 8), spec(8, 8)))
+        x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+        w = np.linspace(-0.5, 0.5, 64, dtype=np.float32).reshape(8, 8)
+        (out,) = cx.compile_program(program)[0].run([x, w])
+        print(json.dumps({"right": bool(np.allclose(out, np.tanh(x @ w) * 2, atol=1e-5)),
+                          "missing": cx.load_lowered(cx.cache_key("other")) is None}))
+        """,
+        env={"CYXLA_CACHE_DIR": str(cache)},
+    )
+    assert _outcome(result) == {"right": True, "missing": True}
+
+
+def test_damaged_lowered_entry_gives_none_and_is_replaced(cache: Path) -> None:
+    program = _program()
+    cx.store_lowered("damaged", program)
+    (entry,) = _entries(cache, "programs")
+    entry.write_bytes(_flip(-5)(entry.read_bytes()))
+    with pytest.warns(UserWarning, match="corrupted"):
+        assert cx.load_lowered("damaged") is None
+    cx.store_lowered("damaged", program)
+    assert cx.load_lowered("damaged") == program
+
+
+def test_lowered_entry_under_another_key_gives_none(cache: Path) -> None:
+    cx.store_lowered("one", _program())
+    (entry,) = _entries(cache, "programs")
+    target = _cache.entry_path(cache / "programs", "two")
+    shutil.copyfile(entry, target)
+    target.chmod(0o600)
+    with pytest.warns(UserWarning, match="for another key"):
+        assert cx.load_lowered("two") is None
+
+
+def test_store_lowered_refuses_outputs_it_cannot_rebuild(cache: Path) -> None:
+    pair = collections.namedtuple("pair", "a b")
+    program = cx.lower(lambda x: pair(x, x + 1), [_spec(2)])
+    with pytest.raises(cx.UnsupportedProgramError, match="cannot keep"):
+        cx.store_lowered("pair", program)
+    with pytest.raises(TypeError, match="non-empty str"):
+        cx.load_lowered("")
+
+
+# ------------------------------------------------------------------ the cache command
+
+
+def test_cache_command_shows_and_clears(
+    cache: Path, spy: _SpyRuntime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cx.compile_program(_program())
+    cx.store_lowered("shown", _program())
+    assert cli(["cache", "info"]) == 0
+    shown = capsys.readouterr().out
+    assert str(cache) in shown and "2 files" in shown and "scaled" in shown
+    assert "executable" in shown and "program" in shown
+    assert cli(["cache", "clear"]) == 0
+    assert "removed 2 files" in capsys.readouterr().out
+    assert _entries(cache) == [] and _entries(cache, "programs") == []
+    assert cli(["cache"]) == 0  # info is the default
+    assert "0 files" in capsys.readouterr().out
+
+
+def test_cache_command_reports_an_unsafe_or_disabled_cache(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cx.store_lowered("x", _program())
+    cache.chmod(0o777)
+    try:
+        assert cli(["cache", "info"]) == 0
+    finally:
+        cache.chmod(0o700)
+    assert "refused, so not used" in capsys.readouterr().out
+    monkeypatch.setenv("CYXLA_CACHE_DIR", "0")
+    assert cli(["cache", "info"]) == 0
+    assert "is off" in capsys.readouterr().out
+
+
+def test_cache_command_runs_as_a_module(cache: Path) -> None:
+    cx.store_lowered("module", _program())
+    result = run_cyxla("cache", "info", env={"CYXLA_CACHE_DIR": str(cache)})
+    assert result.returncode == 0, result.stderr
+    assert f"directory: {cache}" in result.stdout and "1 file," in result.stdout
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_warnings() -> Iterator[None]:
+    """Cache warnings are expected only where a test asks for them with pytest.warns."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="cyxla cache")
+        yield

@@ -1,0 +1,74 @@
+"""`python -m cyxla` and the `cyxla` script, run as a user runs them: in a subprocess."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_cyxla
+
+_RESULT = re.compile(r"^(cyxla|jax\.jit) +result\[0, :4\]: \[([^\]]*)\]$", re.M)
+
+
+def demo_reference() -> np.ndarray:
+    """The demo's inputs and function, recomputed in NumPy: row 0, first four values."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16), dtype=np.float32)
+    w = rng.standard_normal((16, 16), dtype=np.float32) / 4
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    return (np.tanh(x64 @ w64) + np.sin(x64))[0, :4]
+
+
+@pytest.fixture(scope="module")
+def demo() -> subprocess.CompletedProcess[str]:
+    return run_cyxla("demo")
+
+
+def test_demo_succeeds(demo: subprocess.CompletedProcess[str]) -> None:
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "function: tanh(x @ w) + sin(x), x: float32[8,16], w: float32[16,16]" in demo.stdout
+    assert re.search(
+        r"^platform: cpu, StableHLO \d+\.\d+\.\d+, compiled in [\d.]+ ms$", demo.stdout, re.M
+    )
+    assert re.search(
+        r"^time per call, median: cyxla Executable\.run [\d.]+ us, "
+        r"jax\.jit [\d.]+ us$",
+        demo.stdout,
+        re.M,
+    )
+
+
+def test_demo_prints_both_results_and_they_are_right(
+    demo: subprocess.CompletedProcess[str],
+) -> None:
+    results = {
+        name: np.array(values.split(), np.float64) for name, values in _RESULT.findall(demo.stdout)
+    }
+    assert set(results) == {"cyxla", "jax.jit"}, demo.stdout
+    reference = demo_reference()
+    # Printed with NumPy's 8 significant digits, from float32 arithmetic.
+    np.testing.assert_allclose(results["cyxla"], reference, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results["jax.jit"], reference, rtol=1e-5, atol=1e-6)
+    difference = re.search(r"^largest difference: (\S+)$", demo.stdout, re.M)
+    assert difference is not None and float(difference.group(1)) < 1e-5
+
+
+def test_console_script_lists_plugins() -> None:
+    script = Path(sys.executable).with_name("cyxla")
+    assert script.is_file(), f"the cyxla script is missing beside {sys.executable}"
+    result = subprocess.run([str(script), "plugins"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "cpu (cpu)" in result.stdout.splitlines()
+    assert "  loadable: PJRT " in result.stdout
+
+
+def test_unknown_command() -> None:
+    result = run_cyxla("no-such-command")
+    assert result.returncode == 2
+    assert "invalid choice: 'no-such-command'" in result.stderr
+    assert "demo" in result.stderr and "plugins" in result.stderr

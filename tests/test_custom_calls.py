@@ -1,0 +1,530 @@
+"""Custom calls: jaxlib's handlers on the plugin, user FFI targets, mirroring jax.ffi, and
+the errors for what a plugin cannot run.
+
+The user handler (tests/ffi_handler/handlers.cc) is built here against the FFI headers
+that jaxlib ships, computes y = x * factor + 1, and is compared with jax.jit running the
+same handler through JAX's own registration."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src.lib import xla_client
+
+import cyxla as cx
+from cyxla import _core, _custom_calls
+
+from conftest import run_python
+from native_api import OK, Error, Input, ProgramSpec, table
+
+HERE = Path(__file__).resolve().parent
+SOURCES = HERE / "ffi_handler"
+SRC = HERE.parent / "src"
+F32 = int(cx.ElementType.F32)
+FACTOR = np.float32(2.5)
+
+
+def compile_cxx(source: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    assert compiler, "the custom-call tests need a C++ compiler (c++) to build their handler"
+    command = [compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", str(source), *arguments]
+    return subprocess.run(
+        [*command, "-isystem", jax.ffi.include_dir()], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="session")
+def handler_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/ffi_handler/handlers.cc built into a shared library."""
+    output = tmp_path_factory.mktemp("ffi_handler") / "libcyxla_test_handlers.so"
+    result = compile_cxx(SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output))
+    assert result.returncode == 0, result.stderr
+    return output
+
+
+@pytest.fixture(scope="session")
+def handlers(handler_library: Path) -> ctypes.CDLL:
+    return ctypes.CDLL(str(handler_library))
+
+
+def scale_add(target: str) -> Callable[[jax.Array], jax.Array]:
+    """A function that calls the handler registered as `target`."""
+
+    def fn(x: jax.Array) -> jax.Array:
+        return jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(x, factor=FACTOR)
+
+    fn.__name__ = f"scale_add_{target}"
+    return fn
+
+
+def sample(shape: tuple[int, ...] = (2, 3)) -> np.ndarray:
+    return np.linspace(-1.0, 2.0, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+
+
+def jaxlib_ffi_version() -> tuple[int, int]:
+    """XLA_FFI_API_MAJOR.MINOR of the FFI headers that jaxlib ships (and was built with)."""
+    header = (Path(jax.ffi.include_dir()) / "xla/ffi/api/c_api.h").read_text()
+    major = re.search(r"#define XLA_FFI_API_MAJOR (\d+)", header)
+    minor = re.search(r"#define XLA_FFI_API_MINOR (\d+)", header)
+    assert major and minor
+    return int(major.group(1)), int(minor.group(1))
+
+
+# ---------------------------------------------------------------- jaxlib's handlers
+
+
+def test_cyxla_declares_the_xla_ffi_structs_as_jaxlib_does(tmp_path: Path) -> None:
+    result = compile_cxx(SOURCES / "layout_check.cc", f"-I{SRC}", "-fsyntax-only")
+    assert result.returncode == 0, result.stderr
+
+
+def test_loading_the_plugin_registers_jaxlib_handlers() -> None:
+    plugin = cx.initialize().plugin
+    registrations = _custom_calls.registrations()
+    jaxlib = _custom_calls.jaxlib_targets()
+    names = set(jaxlib)
+    assert "lapack_spotrf_ffi" in names and "cpu_csr_sparse_dense_ffi" in names
+    assert len([n for n in names if n.startswith("lapack_")]) == 60
+    plugin_version = _core.ffi_version(plugin)
+    assert plugin_version is not None and plugin_version >= jaxlib_ffi_version()
+    for name in names:
+        registration = registrations[name]
+        assert registration.error is None, registration.error
+        assert registration.handler_ffi_version == jaxlib_ffi_version()
+        assert registration.plugin_ffi_version == plugin_version
+
+
+def test_jaxlib_targets_come_from_the_listed_modules() -> None:
+    from jaxlib.cpu import _lapack, _sparse
+
+    expected = {*_lapack.registrations(), *_sparse.registrations()}
+    assert set(_custom_calls.jaxlib_targets()) >= expected
+    assert _custom_calls.JAXLIB_CPU_MODULES == ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
+
+
+def test_a_linalg_program_from_the_cache_runs_in_a_fresh_process(tmp_path: Path) -> None:
+    """A process that never lowers linear algebra still readies jaxlib's LAPACK."""
+    env = {"CYXLA_CACHE_DIR": str(tmp_path)}
+    store = run_python(
+        """
+        import jax, jax.numpy as jnp, cyxla as cx
+        program = cx.lower(jnp.linalg.inv, [jax.ShapeDtypeStruct((3, 3), jnp.float32)])
+        cx.compile_program(program)
+        assert cx.store_lowered("inv", program)
+        """,
+        env,
+    )
+    assert store.returncode == 0, store.stderr
+    load = run_python(
+        """
+        import numpy as np, cyxla as cx
+        program = cx.load_lowered("inv")
+        executable, statistics = cx.compile_program(program)
+        a = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]], np.float32)
+        (inverse,) = executable.run([a])
+        assert statistics.cache_hit, statistics
+        assert np.allclose(inverse @ a, np.eye(3), atol=1e-5), inverse
+        print("ok")
+        """,
+        env,
+    )
+    assert load.returncode == 0, load.stderr
+    assert load.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------- the extension's layouts
+
+
+def fake_plugin(layout: int, directory: Path) -> Path:
+    """tests/ffi_handler/fake_plugin.c built for one layout of the FFI extension."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "the custom-call tests need a C compiler (cc)"
+    output = directory / f"libcyxla_fake_plugin_{layout}.so"
+    command = [compiler, "-std=c11", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror"]
+    command += [f"-DLAYOUT={layout}", f"-I{HERE.parent / 'include'}"]
+    command += [
+        "-isystem",
+        jax.ffi.include_dir(),
+        str(SOURCES / "fake_plugin.c"),
+        "-o",
+        str(output),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return output
+
+
+@pytest.mark.parametrize(
+    ("layout", "api_version", "traits"),
+    [(1, 1, None), (2, 1, 1), (3, None, 1)],
+    ids=["api_version", "api_version+traits", "typed"],
+)
+def test_every_layout_of_the_ffi_extension(
+    layout: int,
+    api_version: int | None,
+    traits: int | None,
+    handlers: ctypes.CDLL,
+    tmp_path: Path,
+) -> None:
+    library = fake_plugin(layout, tmp_path)
+    plugin = _core.Plugin.load(str(library))
+    assert _core.ffi_version(plugin) == (0, 2)
+    handler = ctypes.cast(handlers.CyxlaTestScaleAdd, ctypes.c_void_p).value
+    versions = _core.register_ffi_handler(plugin, "fake_target", handler, "Host", 1)
+    assert versions == (jaxlib_ffi_version(), (0, 2))
+    fake = ctypes.CDLL(str(library))
+    fake.fake_target.restype = fake.fake_platform.restype = ctypes.c_char_p
+    fake.fake_handler.restype = ctypes.c_void_p
+    fake.fake_traits.restype = ctypes.c_long
+    assert (fake.fake_target(), fake.fake_platform()) == (b"fake_target", b"Host")
+    assert fake.fake_handler() == handler
+    assert fake.fake_api_version() == (-1 if api_version is None else api_version)
+    assert fake.fake_traits() == (-1 if traits is None else traits)
+    assert fake.fake_handler_minor() == jaxlib_ffi_version()[1]  # it asked the handler
+    assert fake.fake_registrations() == 2  # cyxla's version probe, then the target
+
+
+def test_a_plugin_without_the_ffi_extension(tmp_path: Path) -> None:
+    plugin = _core.Plugin.load(str(fake_plugin(0, tmp_path)))
+    with pytest.raises(cx.PluginVersionError, match="has no PJRT FFI extension"):
+        _core.ffi_version(plugin)
+
+
+def test_an_unknown_layout_of_the_ffi_extension(tmp_path: Path) -> None:
+    plugin = _core.Plugin.load(str(fake_plugin(4, tmp_path)))
+    with pytest.raises(cx.PluginVersionError) as info:
+        _core.ffi_version(plugin)
+    assert "cyxla knows the 40, 60 and 52-byte layouts" in str(info.value)
+    assert "expected 48, got 0" in str(info.value)
+
+
+# ---------------------------------------------------------------- a user handler
+
+
+def test_user_handler_through_jax_ffi(handlers: ctypes.CDLL) -> None:
+    """Registered with jax.ffi after cyxla's import: mirrored to the plugin."""
+    jax.ffi.register_ffi_target(
+        "cyxla_test_scale_add", jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd), platform="cpu"
+    )
+    fn = scale_add("cyxla_test_scale_add")
+    for shape in [(2, 3), (5,)]:
+        x = sample(shape)
+        program = cx.lower(fn, [x], custom_calls=["cyxla_test_scale_add"])
+        assert program.custom_calls == ("cyxla_test_scale_add",)
+        executable, _ = cx.compile_program(program)
+        (ours,) = executable.run([x])
+        np.testing.assert_array_equal(ours, jax.jit(fn)(x))
+        np.testing.assert_allclose(ours, x * FACTOR + 1, rtol=1e-6)
+
+
+def test_user_handler_through_cyxla(handlers: ctypes.CDLL) -> None:
+    """Registered with cyxla only; JAX runs the same handler under its own registration."""
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    cx.register_ffi_target("cyxla_test_scale_add_cx", capsule, platform="cpu", api_version=1)
+    cx.register_ffi_target("cyxla_test_scale_add_cx", capsule)  # the same again: no-op
+    jax.ffi.register_ffi_target("cyxla_test_scale_add_jit", capsule)
+    x = sample((4, 2))
+    program = cx.lower(
+        scale_add("cyxla_test_scale_add_cx"), [x], custom_calls=["cyxla_test_scale_add_cx"]
+    )
+    executable, _ = cx.compile_program(program)
+    (ours,) = executable.run([x])
+    np.testing.assert_array_equal(ours, jax.jit(scale_add("cyxla_test_scale_add_jit"))(x))
+    registration = _custom_calls.registrations()["cyxla_test_scale_add_cx"]
+    assert registration.error is None
+    assert registration.handler_ffi_version == jaxlib_ffi_version()
+
+
+def test_user_handler_native_execute(handlers: ctypes.CDLL) -> None:
+    """The user handler run through the native API (cyxla.h `execute`), as C code does."""
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    cx.register_ffi_target("cyxla_test_scale_add_native", capsule)
+    jax.ffi.register_ffi_target("cyxla_test_scale_add_native_jit", capsule)
+    x = sample((3, 3))
+    program = cx.lower(
+        scale_add("cyxla_test_scale_add_native"), [x], custom_calls=["cyxla_test_scale_add_native"]
+    )
+    executable, _ = cx.compile_program(program)
+    spec, error = ProgramSpec(), Error()
+    spec.struct_size = ctypes.sizeof(ProgramSpec)
+    api = table()
+    assert api.get_spec(executable.handle, ctypes.byref(spec), ctypes.byref(error)) == OK
+    try:
+        y = np.empty_like(x)
+        inputs = (Input * 1)(Input(x.ctypes.data, F32, x.nbytes))
+        outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+        status = api.execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+        assert status == OK, error.message
+    finally:
+        api.release_spec(ctypes.byref(spec))
+    np.testing.assert_array_equal(y, jax.jit(scale_add("cyxla_test_scale_add_native_jit"))(x))
+
+
+# ---------------------------------------------------------------- mirroring and order
+
+
+def _scenario(code: str, handler_library: Path, env: dict[str, str] | None = None) -> Any:
+    """Runs `code` after a common prelude in a fresh process; returns what it printed
+    last (JSON)."""
+    prelude = f"""
+        import ctypes, json
+        import jax, numpy as np
+        lib = ctypes.CDLL({str(handler_library)!r})
+        capsule = jax.ffi.pycapsule(lib.CyxlaTestScaleAdd)
+        def fn(x):
+            return jax.ffi.ffi_call("scale", jax.ShapeDtypeStruct(x.shape, x.dtype))(
+                x, factor=np.float32(2.5))
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        def run():
+            import cyxla as cx
+            program = cx.lower(fn, [x], custom_calls=["scale"])
+            return cx.compile_program(program)[0].run([x])[0].tolist()
+    """
+    result = run_python(textwrap.dedent(prelude) + textwrap.dedent(code), env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+EXPECTED = (np.arange(6, dtype=np.float32).reshape(2, 3) * FACTOR + 1).tolist()
+
+
+def test_jax_registration_before_importing_cyxla(handler_library: Path) -> None:
+    result = _scenario(
+        """
+        jax.ffi.register_ffi_target("scale", capsule, platform="cpu")
+        import cyxla
+        print(json.dumps(run()))
+        """,
+        handler_library,
+    )
+    assert result == EXPECTED
+
+
+def test_jax_registration_after_the_plugin_loaded(handler_library: Path) -> None:
+    result = _scenario(
+        """
+        import cyxla as cx
+        cx.initialize()
+        jax.ffi.register_ffi_target("scale", capsule, platform="cpu")
+        print(json.dumps(run()))
+        """,
+        handler_library,
+    )
+    assert result == EXPECTED
+
+
+def test_cyxla_registration_before_the_plugin_loads(handler_library: Path) -> None:
+    result = _scenario(
+        """
+        import cyxla as cx
+        from cyxla import _plugins
+        cx.register_ffi_target("scale", capsule)
+        assert _plugins.loaded() is None
+        print(json.dumps(run()))
+        """,
+        handler_library,
+    )
+    assert result == EXPECTED
+
+
+def test_mirroring_off(handler_library: Path) -> None:
+    """CYXLA_MIRROR_JAX=0: nothing mirrored, until the by-hand calls."""
+    result = _scenario(
+        """
+        import cyxla as cx
+        from jax._src.lib import xla_client
+        wrapped = hasattr(xla_client.register_custom_call_target, "_cyxla_mirror")
+        jax.ffi.register_ffi_target("scale", capsule, platform="cpu")
+        try:
+            run()
+            missing = None
+        except cx.UnsupportedProgramError as error:
+            missing = str(error)
+        registered = cx.register_jax_targets()
+        after = run()
+        cx.mirror_jax_registrations()
+        jax.ffi.register_ffi_target("scale_later", capsule, platform="cpu")
+        later = "scale_later" in cx._custom_calls.registrations()
+        print(json.dumps([wrapped, missing, "scale" in registered, after, later]))
+        """,
+        handler_library,
+        {cx.MIRROR_ENVIRONMENT_VARIABLE: "0"},
+    )
+    wrapped, missing, registered, after, later = result
+    assert not wrapped
+    assert "no XLA FFI handler is registered for the custom-call target 'scale'" in missing
+    assert registered and after == EXPECTED and later
+
+
+def test_a_rejected_handler_fails_the_compile_with_both_versions(handler_library: Path) -> None:
+    """Registered before the plugin loads: the load records the rejection, the compile
+    of a program that calls it raises it."""
+    result = _scenario(
+        """
+        import cyxla as cx
+        cx.register_ffi_target("future", jax.ffi.pycapsule(lib.CyxlaTestFutureHandler))
+        def call_future(x):
+            return jax.ffi.ffi_call("future", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+        program = cx.lower(call_future, [x], custom_calls=["future"])
+        try:
+            cx.compile_program(program)
+        except cx.UnsupportedProgramError as error:
+            print(json.dumps(str(error)))
+        """,
+        handler_library,
+    )
+    plugin = ".".join(map(str, _core.ffi_version(cx.initialize().plugin) or ()))
+    assert "'future'" in result and "XLA FFI 0.99" in result
+    assert f"plugin's XLA FFI {plugin}" in result and "newer than the plugin" in result
+
+
+def test_mirroring_keeps_jax_behaviour() -> None:
+    assert getattr(xla_client.register_custom_call_target, "_cyxla_mirror", False)
+    assert cx.MIRROR_ENVIRONMENT_VARIABLE == "CYXLA_MIRROR_JAX"
+    cx.mirror_jax_registrations()  # idempotent: still wrapped once
+    wrapped = xla_client.register_custom_call_target
+    assert not getattr(wrapped.__wrapped__, "_cyxla_mirror", False)
+
+
+# ---------------------------------------------------------------- what cannot run
+
+
+def _lower_error(fn: Callable[..., Any], custom_calls: tuple[str, ...] = ()) -> str:
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        cx.lower(fn, [jax.ShapeDtypeStruct((3,), jnp.float32)], custom_calls=custom_calls)
+    return str(info.value)
+
+
+def test_pure_callback_is_refused() -> None:
+    def fn(x: jax.Array) -> jax.Array:
+        return jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    message = _lower_error(fn)
+    assert "fn uses jax.pure_callback" in message
+    assert "'xla_ffi_python_cpu_callback'" in message
+
+
+def test_io_callback_is_refused() -> None:
+    from jax.experimental import io_callback
+
+    def fn(x: jax.Array) -> jax.Array:
+        return io_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    message = _lower_error(fn)
+    assert "jax.experimental.io_callback" in message
+    assert "'xla_ffi_python_cpu_callback'" in message
+
+
+def test_debug_print_is_refused() -> None:
+    def fn(x: jax.Array) -> jax.Array:
+        jax.debug.print("x = {}", x)
+        return x * 2
+
+    message = _lower_error(fn)
+    assert "jax.debug.print" in message and "'xla_ffi_python_cpu_callback'" in message
+
+
+def test_debug_callback_is_refused() -> None:
+    def fn(x: jax.Array) -> jax.Array:
+        jax.debug.callback(lambda value: None, x)
+        return x * 2
+
+    message = _lower_error(fn)
+    assert "jax.debug.callback" in message and "'xla_ffi_python_cpu_callback'" in message
+
+
+def test_an_untyped_custom_call_is_refused() -> None:
+    def fn(x: jax.Array) -> jax.Array:
+        out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.ffi.ffi_call("cyxla_test_untyped", out, custom_call_api_version=1)(x)
+
+    message = _lower_error(fn, ("cyxla_test_untyped",))
+    assert "'cyxla_test_untyped' as an untyped custom call" in message
+
+
+def test_a_target_registered_untyped_is_refused(handlers: ctypes.CDLL) -> None:
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    cx.register_ffi_target("cyxla_test_api0", capsule, api_version=0)
+    message = _lower_error(scale_add("cyxla_test_api0"), ("cyxla_test_api0",))
+    assert "'cyxla_test_api0'" in message and "api_version=0" in message
+
+
+def test_a_target_with_more_stages_than_execute_is_refused(handlers: ctypes.CDLL) -> None:
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    cx.register_ffi_target("cyxla_test_stages", {"instantiate": capsule, "execute": capsule})
+    message = _lower_error(scale_add("cyxla_test_stages"), ("cyxla_test_stages",))
+    assert "'cyxla_test_stages'" in message and "['instantiate']" in message
+
+
+def test_a_target_nobody_named_is_refused_at_lower() -> None:
+    message = _lower_error(scale_add("cyxla_test_unnamed"))
+    assert "['cyxla_test_unnamed']" in message
+    assert "custom_calls=['cyxla_test_unnamed']" in message
+
+
+def test_a_target_nobody_registered_is_refused_at_compile() -> None:
+    program = cx.lower(
+        scale_add("cyxla_test_nobody"), [sample()], custom_calls=["cyxla_test_nobody"]
+    )
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        cx.compile_program(program)
+    assert "no XLA FFI handler is registered for the custom-call target 'cyxla_test_nobody'" in (
+        str(info.value)
+    )
+    assert isinstance(info.value.__cause__, cx.CompileError)
+
+
+def test_a_handler_newer_than_the_plugin_is_refused(handlers: ctypes.CDLL) -> None:
+    plugin = cx.initialize().plugin
+    version = ".".join(map(str, _core.ffi_version(plugin) or ()))
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        cx.register_ffi_target(
+            "cyxla_test_future", jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
+        )
+    message = str(info.value)
+    assert "'cyxla_test_future'" in message
+    assert f"handler built against XLA FFI 0.99, plugin's XLA FFI {version}" in message
+    program = cx.lower(
+        scale_add("cyxla_test_future"), [sample()], custom_calls=["cyxla_test_future"]
+    )
+    with pytest.raises(cx.UnsupportedProgramError, match=r"XLA FFI 0\.99"):
+        cx.compile_program(program)
+
+
+def test_a_handler_that_refuses_its_metadata_call_is_refused(handlers: ctypes.CDLL) -> None:
+    cx.initialize()
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestRefusingHandler)
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        cx.register_ffi_target("cyxla_test_refusing", capsule)
+    message = str(info.value)
+    assert "'cyxla_test_refusing' refused XLA's metadata call" in message
+    assert "CyxlaTestRefusingHandler refuses every call" in message
+
+
+def test_registration_arguments_are_checked(handlers: ctypes.CDLL) -> None:
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    cx.register_ffi_target("cyxla_test_first", capsule)
+    other = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
+    with pytest.raises(ValueError, match=r"'cyxla_test_first' .* already has a handler"):
+        cx.register_ffi_target("cyxla_test_first", other)
+    with pytest.raises(TypeError, match="must be a PyCapsule"):
+        cx.register_ffi_target("cyxla_test_int", 1234)
+    with pytest.raises(ValueError, match="platform 'tpu'"):
+        cx.register_ffi_target("cyxla_test_tpu", capsule, platform="tpu")
+    with pytest.raises(ValueError, match="no 'execute' stage"):
+        cx.register_ffi_target("cyxla_test_no_execute", {"prepare": capsule})
+    with pytest.raises(ValueError, match="invalid custom-call target name"):
+        cx.register_ffi_target('bad"name', capsule)

@@ -1,0 +1,485 @@
+"""Every error a user can cause: its exception type, and the facts its message must carry
+(which argument, what was expected and what came, what to install or do)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cyxla as cx
+from cyxla import _core, _plugins
+
+from conftest import plugin_library, run_steps
+
+
+def add(x: jax.Array, y: jax.Array) -> jax.Array:
+    return x + y
+
+
+@pytest.fixture(scope="module")
+def program() -> cx.Program:
+    return cx.lower(
+        add, [jax.ShapeDtypeStruct((2, 3), jnp.int32), jax.ShapeDtypeStruct((3,), jnp.float32)]
+    )
+
+
+@pytest.fixture(scope="module")
+def executable(program: cx.Program) -> cx.Executable:
+    return cx.compile_program(program)[0]
+
+
+def good_arguments() -> list[np.ndarray]:
+    return [np.arange(6, dtype=np.int32).reshape(2, 3), np.ones(3, np.float32)]
+
+
+def test_good_arguments_run(executable: cx.Executable) -> None:
+    """The baseline the error cases below change one thing of."""
+    (out,) = executable.run(good_arguments())
+    np.testing.assert_array_equal(out, np.arange(6).reshape(2, 3) + 1.0)
+
+
+# ------------------------------------------------------------------------ run()
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_wrong_argument_count(executable: cx.Executable, count: int) -> None:
+    arguments = (good_arguments() * 2)[:count]
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        executable.run(arguments)
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value) == f"add takes 2 arrays, given {count}"
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "given"),
+    [
+        (0, np.zeros((3, 2), np.int32), "(3, 2) (int32)"),
+        (0, np.zeros((6,), np.int32), "(6,) (int32)"),
+        (1, np.zeros((4,), np.float32), "(4,) (float32)"),
+        (1, np.float32(1.0), "() (float32)"),
+        (1, np.zeros((1, 3), np.float64), "(1, 3) (float64)"),
+    ],
+)
+def test_wrong_shape(executable: cx.Executable, index: int, value: Any, given: str) -> None:
+    """The same number of elements in another shape is refused too: no silent reshape."""
+    arguments: list[Any] = good_arguments()
+    arguments[index] = value
+    expected = ["(2, 3) (int32)", "(3,) (float32)"][index]
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        executable.run(arguments)
+    assert str(caught.value) == f"argument {index}: expected shape {expected}, given shape {given}"
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "expected"),
+    [
+        (0, np.zeros((2, 3), np.float64), "int32[2, 3]"),
+        (0, np.zeros((2, 3), np.complex64), "int32[2, 3]"),
+        (1, np.zeros(3, np.complex128), "float32[3]"),
+        (1, np.array(["a", "b", "c"]), "float32[3]"),
+        (1, np.array([object(), 1, 2]), "float32[3]"),
+    ],
+)
+def test_impossible_cast(
+    executable: cx.Executable, index: int, value: np.ndarray, expected: str
+) -> None:
+    arguments: list[Any] = good_arguments()
+    arguments[index] = value
+    with pytest.raises(cx.DtypeError) as caught:
+        executable.run(arguments)
+    assert isinstance(caught.value, TypeError)
+    message = str(caught.value)
+    assert message.startswith(f"argument {index}: expected {expected}, given {value.dtype.name}")
+    assert "same_kind" in message
+
+
+def test_errors_leave_the_executable_usable(executable: cx.Executable) -> None:
+    for bad in ([], [np.zeros(1)] * 2, [np.zeros((2, 3)), np.ones(3)]):
+        with pytest.raises((cx.InvalidArgumentError, cx.DtypeError)):
+            executable.run(bad)
+    (out,) = executable.run(good_arguments())
+    assert out[1, 2] == 6.0
+
+
+def test_native_execute_refuses_inputs_it_would_have_to_convert(
+    executable: cx.Executable,
+) -> None:
+    """The core's execute runs only arrays that are exactly the program's inputs, and
+    otherwise returns False without running (run() then converts and calls again)."""
+    x, y = good_arguments()
+    out = np.full((2, 3), -7.0, np.float32)
+    refused = [
+        [x],  # too few
+        [x, y, y],  # too many
+        [x, np.ones(4, np.float32)],  # another size
+        [x.reshape(3, 2), y],  # the same size in another shape
+        [x.astype(np.int64), y],  # another dtype
+        [np.ones((3, 2), np.int32).T, y],  # not C-contiguous
+        [x, [1.0, 1.0, 1.0]],  # no buffer
+    ]
+    for arguments in refused:
+        assert executable.native.execute(arguments, [out]) is False
+        assert np.all(out == -7.0)  # nothing ran
+    assert executable.native.execute([x, y], [out]) is True
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_native_execute_checks_its_outputs(executable: cx.Executable) -> None:
+    x, y = good_arguments()
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        executable.native.execute([x, y], [])
+    assert str(caught.value) == "the program has 1 outputs, given 0 arrays to write them to"
+    for bad in (
+        np.empty(5, np.float32),  # too small
+        np.empty((3, 2), np.float32),  # another shape
+        np.empty((2, 3), np.float64),  # another dtype
+        np.empty((3, 2), np.float32).T,  # not C-contiguous
+    ):
+        with pytest.raises(cx.InvalidArgumentError) as caught:
+            executable.native.execute([x, y], [bad])
+        assert str(caught.value) == ("output 0 must be a writable C-contiguous array of f32[2,3]")
+    read_only = np.empty((2, 3), np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(cx.InvalidArgumentError, match="writable"):
+        executable.native.execute([x, y], [read_only])
+
+
+# ------------------------------------------------------------------------ lower()
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [jnp.float8_e4m3fn, jnp.float8_e5m2, jnp.int4, jnp.uint4],
+    ids=lambda d: np.dtype(d).name,
+)
+def test_unsupported_input_dtype(dtype: Any) -> None:
+    spec = jax.ShapeDtypeStruct((4,), dtype)
+    with pytest.raises(cx.UnsupportedProgramError) as caught:
+        cx.lower(lambda a, b: a + b.astype(jnp.float32), [jnp.zeros(4), spec])
+    name = np.dtype(dtype).name
+    assert str(caught.value) == f"args[1] has dtype {name}, which cyxla cannot carry"
+
+
+def test_unsupported_dtype_deep_in_a_pytree_is_named_by_its_path() -> None:
+    args = [
+        {
+            "a": jax.ShapeDtypeStruct((2,), jnp.float32),
+            "b": (
+                jax.ShapeDtypeStruct((2,), jnp.float32),
+                jax.ShapeDtypeStruct((2,), jnp.float8_e4m3fn),
+            ),
+        }
+    ]
+    with pytest.raises(
+        cx.UnsupportedProgramError, match=re.escape("args[0]['b'][1] has dtype float8_e4m3fn")
+    ):
+        cx.lower(lambda d: d["a"], args)
+
+
+def test_unsupported_output_dtype() -> None:
+    def fn(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return x, x.astype(jnp.float8_e4m3fn)
+
+    with pytest.raises(cx.UnsupportedProgramError) as caught:
+        cx.lower(fn, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    message = str(caught.value)
+    assert message.startswith("output[1] has dtype float8_e4m3fn, which cyxla cannot carry")
+    assert "bfloat16" in message  # says what is supported
+
+
+def test_unsupported_types_inside_a_program_are_fine() -> None:
+    """Only the boundary is limited: a function may use 8-bit floats and int4 inside."""
+
+    def fn(x: jax.Array) -> jax.Array:
+        return x.astype(jnp.float8_e4m3fn).astype(jnp.float32) + x.astype(jnp.int4).astype(
+            jnp.float32
+        )
+
+    x = np.array([0.5, 1.0, 3.0, -2.0], np.float32)
+    executable = cx.compile_program(cx.lower(fn, [x]))[0]
+    np.testing.assert_array_equal(executable.run([x])[0], np.asarray(jax.jit(fn)(x)))
+
+
+def test_prng_key_output() -> None:
+    with pytest.raises(cx.UnsupportedProgramError, match=r"^output\[0\] has dtype key<fry>"):
+        cx.lower(lambda seed: jax.random.key(seed), [jax.ShapeDtypeStruct((), jnp.uint32)])
+
+
+@pytest.mark.parametrize("form", ["array", "spec"])
+def test_prng_key_input(form: str) -> None:
+    key = jax.random.key(0)
+    arg = key if form == "array" else jax.ShapeDtypeStruct(key.shape, key.dtype)
+    with pytest.raises(cx.UnsupportedProgramError, match=r"^args\[0\] has dtype key<fry>"):
+        cx.lower(lambda k: jax.random.normal(k, (2,)), [arg])
+
+
+def test_raw_key_data_is_fine() -> None:
+    """The supported way: pass jax.random.key_data (uint32) and wrap it inside."""
+
+    def fn(raw: jax.Array) -> jax.Array:
+        return jax.random.normal(jax.random.wrap_key_data(raw), (3,))
+
+    raw = np.asarray(jax.random.key_data(jax.random.key(42)))
+    executable = cx.compile_program(cx.lower(fn, [raw]))[0]
+    (ours,) = executable.run([raw])
+    np.testing.assert_allclose(ours, np.asarray(jax.jit(fn)(raw)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["jax.debug.print", "jax.pure_callback"])
+def test_python_callbacks_are_refused(kind: str) -> None:
+    def fn(x: jax.Array) -> jax.Array:
+        if kind == "jax.debug.print":
+            jax.debug.print("x = {}", x)
+            return x
+        return jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    with pytest.raises(cx.UnsupportedProgramError) as caught:
+        cx.lower(fn, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    message = str(caught.value)
+    assert message.startswith(f"fn uses {kind}: a Python host callback")
+    assert "cannot run on a PJRT plugin" in message
+
+
+def test_lower_names_a_bad_argument() -> None:
+    with pytest.raises(TypeError, match=r"args\[1\]"):
+        cx.lower(add, [np.zeros(3), object()])
+
+
+# ------------------------------------------------------------------------ compile_program()
+
+
+def test_platform_mismatch(program: cx.Program) -> None:
+    cx.compile_program(program)  # loads the CPU plugin, if no test did yet
+    foreign = dataclasses.replace(program, platform="cuda")
+    with pytest.raises(cx.PlatformMismatchError) as caught:
+        cx.compile_program(foreign)
+    assert isinstance(caught.value, cx.PluginError)
+    message = str(caught.value)
+    assert "lowered for 'cuda'" in message
+    assert "loaded the 'cpu' plugin" in message
+    assert plugin_library() in message
+
+
+@pytest.mark.parametrize(
+    ("code", "plugin_says"),
+    [
+        (b"garbage", "custom op 'garbage' is unknown"),
+        (b"", "module with `main` function"),
+        (
+            b"func.func @main(%a: tensor<3xf32>) -> tensor<4xf32> {\n"
+            b"  %0 = stablehlo.add %a, %a : tensor<3xf32>\n"
+            b"  return %0 : tensor<4xf32>\n}",
+            "expects different type than prior uses",
+        ),
+    ],
+    ids=["garbage", "empty", "ill_typed"],
+)
+def test_compile_error_carries_the_plugins_message(
+    program: cx.Program, code: bytes, plugin_says: str
+) -> None:
+    with pytest.raises(cx.CompileError) as caught:
+        cx.compile_program(dataclasses.replace(program, stablehlo=code))
+    assert isinstance(caught.value, cx.PjrtError)
+    message = str(caught.value)
+    assert message.startswith("PJRT_Client_Compile failed: ")
+    assert plugin_says in message
+
+
+def test_truncated_bytecode_is_a_compile_error(program: cx.Program) -> None:
+    truncated = dataclasses.replace(program, stablehlo=program.stablehlo[:-40])
+    with pytest.raises(cx.CompileError, match=r"PJRT_Client_Compile failed: .*parse"):
+        cx.compile_program(truncated)
+
+
+def test_unknown_compile_option(program: cx.Program) -> None:
+    with pytest.raises(cx.CompileError, match="xla_cyxla_no_such_flag"):
+        cx.compile_program(program, options={"xla_cyxla_no_such_flag": True})
+
+
+def test_program_that_disagrees_with_its_specs(program: cx.Program) -> None:
+    """A program whose StableHLO was swapped for another's: the plugin's outputs differ
+    from the recorded ones, which compile_program reports instead of running it."""
+    other = cx.lower(lambda v: v[:2], [jax.ShapeDtypeStruct((4,), jnp.float32)])
+    swapped = dataclasses.replace(program, stablehlo=other.stablehlo)
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        cx.compile_program(swapped)
+    assert "[(11, [2])]" in str(caught.value) and "[(11, [2, 3])]" in str(caught.value)
+
+
+# ------------------------------------------------------------------------ plugins
+
+
+def libc_path() -> str:
+    """The C library this process runs with: a real shared library, but no PJRT plugin."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        path = line.split()[-1]
+        if "/libc.so" in path or re.search(r"/libc-[\d.]+\.so", path):
+            return path
+    pytest.fail("no C library mapped in /proc/self/maps")
+
+
+def test_a_library_that_is_no_plugin() -> None:
+    path = libc_path()
+    with pytest.raises(cx.PluginLoadError) as caught:
+        _plugins.load_library(path)
+    assert str(caught.value) == (
+        f"{Path(path).resolve()} is not a PJRT plugin: it does not export GetPjrtApi"
+    )
+
+
+def test_a_file_that_is_no_library(tmp_path: Path) -> None:
+    text = tmp_path / "libnotes.so"
+    text.write_text("not a shared library\n" * 10)
+    with pytest.raises(cx.PluginLoadError) as caught:
+        _plugins.load_library(text)
+    message = str(caught.value)
+    assert message.startswith(f"cannot load the PJRT plugin {text}: ")
+    assert "invalid ELF header" in message or "file too short" in message
+
+
+def test_a_missing_library(tmp_path: Path) -> None:
+    missing = tmp_path / "libpjrt_missing.so"
+    with pytest.raises(cx.PluginLoadError, match="cannot open shared object file"):
+        _plugins.load_library(missing)
+
+
+@pytest.mark.parametrize(
+    ("major", "minor"),
+    [(0, 50), (1, 0), (0, _core.OLDEST_PJRT_API_MINOR - 1), (-1, 200)],
+)
+def test_incompatible_plugin_version(
+    fake_plugin: Callable[..., Path], major: int, minor: int
+) -> None:
+    path = fake_plugin(major, minor)
+    with pytest.raises(cx.PluginVersionError) as caught:
+        _plugins.load_library(path)
+    message = str(caught.value)
+    assert f"{path} implements PJRT API {major}.{minor}, " in message
+    assert f"needs {_core.PJRT_API_MAJOR}.x with x >= {_core.OLDEST_PJRT_API_MINOR}" in message
+    assert f"written against {_core.PJRT_API_MAJOR}.{_core.PJRT_API_MINOR}" in message
+    assert "install a plugin built from a matching XLA" in message
+
+
+def test_plugin_without_an_api_table(fake_plugin: Callable[..., Path]) -> None:
+    path = fake_plugin(0, 0, null_api=True)
+    with pytest.raises(cx.PluginLoadError, match=re.escape(f"{path} returned no PJRT_Api")):
+        _plugins.load_library(path)
+
+
+def test_plugin_with_a_truncated_table(fake_plugin: Callable[..., Path]) -> None:
+    path = fake_plugin(_core.PJRT_API_MAJOR, _core.PJRT_API_MINOR, struct_size=64)
+    with pytest.raises(cx.PluginLoadError, match=re.escape(f"{path} has a truncated PJRT_Api")):
+        _plugins.load_library(path)
+
+
+def test_plugin_missing_a_function_we_call(fake_plugin: Callable[..., Path]) -> None:
+    """A table of the right version and size whose slots are null: the first call names
+    the missing function rather than jumping to address 0."""
+    path = fake_plugin(_core.PJRT_API_MAJOR, _core.OLDEST_PJRT_API_MINOR)
+    with pytest.raises(cx.PluginVersionError) as caught:
+        _plugins.load_library(path)
+    assert str(caught.value) == (
+        f"PJRT_Plugin_Initialize is missing from the plugin {path} "
+        f"(PJRT {_core.PJRT_API_MAJOR}.{_core.OLDEST_PJRT_API_MINOR}); install a newer plugin"
+    )
+
+
+def test_initialize_with_an_incompatible_plugin(fake_plugin: Callable[..., Path]) -> None:
+    path = fake_plugin(0, 50)
+    steps = run_steps(f"""
+attempt(lambda: cx.initialize(Path({str(path)!r}), platform="cpu"))
+attempt(lambda: cx.initialize(platform="cpu").platform)  # a failed load leaves no trace
+""")
+    assert steps[0][0] == "PluginVersionError"
+    assert "implements PJRT API 0.50" in steps[0][1]
+    assert steps[1] == ["ok", "cpu"]
+
+
+def test_initialize_with_something_that_is_no_plugin(tmp_path: Path) -> None:
+    text = tmp_path / "plugin.so"
+    text.write_text("hello")
+    steps = run_steps(f"""
+attempt(lambda: cx.initialize({libc_path()!r}))
+attempt(lambda: cx.initialize({str(text)!r}, platform="cpu"))
+""")
+    assert steps[0][0] == "PluginLoadError" and "does not export GetPjrtApi" in steps[0][1]
+    assert steps[1][0] == "PluginLoadError" and str(text) in steps[1][1]
+
+
+_NO_PLUGIN_STEPS = """
+attempt(lambda: cx.initialize())
+attempt(lambda: cx.initialize(platform="cpu"))
+attempt(lambda: cx.lower(lambda x: x + 1, [np.zeros(3, np.float32)]))
+"""
+
+
+def test_no_plugin_package_installed() -> None:
+    """The cpu extra is missing: the import of lammps_jax_pjrt_cpu fails."""
+    steps = run_steps("import sys\nsys.modules['lammps_jax_pjrt_cpu'] = None\n" + _NO_PLUGIN_STEPS)
+    assert [kind for kind, _ in steps] == ["PluginNotFoundError"] * 3
+    for _, message in steps:
+        assert "pip install 'cyxla[cpu]'" in message
+    assert steps[1][1] == "no cpu plugin is installed; install one with: pip install 'cyxla[cpu]'"
+
+
+def test_no_plugin_entry_points() -> None:
+    """No package provides a cyxla.plugins entry point at all."""
+    steps = run_steps("cx._plugins.discover = lambda: []\n" + _NO_PLUGIN_STEPS)
+    assert [kind for kind, _ in steps] == ["PluginNotFoundError"] * 3
+    assert "pip install 'cyxla[cpu]'" in steps[0][1]
+    assert "cyxla.plugins" in steps[0][1] and "CYXLA_PJRT_PLUGIN" in steps[0][1]
+    assert "CYXLA_PJRT_PLUGIN" in steps[1][1]  # what to do for a platform cyxla lacks
+    assert "pip install 'cyxla[cpu]'" in steps[2][1]
+
+
+def test_a_platform_without_its_plugin() -> None:
+    steps = run_steps("""
+attempt(lambda: cx.initialize(platform="cuda"))
+attempt(lambda: cx.initialize(platform="gpu"))
+attempt(lambda: cx.initialize(platform="metal"))
+""")
+    assert [kind for kind, _ in steps] == ["PluginNotFoundError"] * 3
+    assert steps[0] == steps[1]  # "gpu" means cuda
+    assert "'cyxla[cuda13]' or 'cyxla[cuda12]'" in steps[0][1]
+    assert "platform 'metal'" in steps[2][1] and "CYXLA_PJRT_PLUGIN" in steps[2][1]
+
+
+def test_bad_client_options() -> None:
+    steps = run_steps("""
+attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": object()}))
+attempt(lambda: cx.initialize(platform="cpu", options={"cyxla_no_such_option": 3}))
+attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": "two"}))
+attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": [1, 2.5]}))
+attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": 3}).options)
+attempt(lambda: cx._plugins.loaded().runtime.device_count)
+""")
+    assert steps[0] == [
+        "InvalidArgumentError",
+        "client option 'cpu_device_count' must be a bool, int, float, str or a list of ints, "
+        "not object",
+    ]
+    assert steps[1][0] == "PjrtError"
+    assert steps[1][1].startswith("PJRT_Client_Create failed: ")
+    assert "cyxla_no_such_option" in steps[1][1]
+    assert steps[2][0] == "PjrtError" and "cpu_device_count" in steps[2][1]
+    assert steps[3][0] == "InvalidArgumentError" and "cpu_device_count" in steps[3][1]
+    # None of the failures loaded anything: good options still work afterwards.
+    assert steps[4] == ["ok", "{'cpu_device_count': 3, 'asynchronous': False}"]
+    assert steps[5] == ["ok", "3"]
+
+
+def test_negative_device_count() -> None:
+    # The plugin throws a C++ exception through its C API for this; cyxla reports it.
+    steps = run_steps("""
+attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": -1}))
+""")
+    assert steps[0][0] in ("InvalidArgumentError", "PjrtError")
+    assert "cpu_device_count" in steps[0][1]

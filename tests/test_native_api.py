@@ -1,0 +1,331 @@
+"""The native API (cyxla/cyxla.h): versions, error codes, lifetimes, threads, allocations."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cyxla
+from cyxla import _benchmark
+
+from native_api import (
+    INVALID_ARGUMENT,
+    OK,
+    RELEASED,
+    TYPE_MISMATCH,
+    Api,
+    Error,
+    Input,
+    ProgramSpec,
+    table,
+)
+
+F32, F64 = int(cyxla.ElementType.F32), int(cyxla.ElementType.F64)
+
+
+def sin2(x: jax.Array) -> jax.Array:
+    return jnp.sin(x) * 2
+
+
+@pytest.fixture(scope="module")
+def executable() -> cyxla.Executable:
+    program = cyxla.lower(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    return cyxla.compile_program(program)[0]
+
+
+def get_spec(handle: int) -> tuple[int, ProgramSpec, Error]:
+    spec, error = ProgramSpec(), Error()
+    spec.struct_size = ctypes.sizeof(ProgramSpec)
+    status = table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error))
+    return status, spec, error
+
+
+def execute(spec: ProgramSpec | None, inputs: list[Input], outputs: list[int | None]) -> Error:
+    error = Error()
+    in_array = (Input * max(1, len(inputs)))(*inputs)
+    out_array = (ctypes.c_void_p * max(1, len(outputs)))(*outputs)
+    status = table().execute(
+        ctypes.byref(spec) if spec is not None else None,
+        in_array,
+        len(inputs),
+        out_array,
+        len(outputs),
+        ctypes.byref(error),
+    )
+    assert status == error.status
+    return error
+
+
+def as_input(array: np.ndarray, element_type: int = F32) -> Input:
+    return Input(array.ctypes.data, element_type, array.nbytes)
+
+
+# ---------------------------------------------------------------- versions and headers
+
+
+def test_abi_version_is_the_headers() -> None:
+    header = Path(cyxla.get_include()[0], "cyxla", "cyxla.h").read_text()
+    assert f"#define CYXLA_ABI_VERSION {cyxla.ABI_VERSION}\n" in header
+    assert cyxla.abi_version() == cyxla.ABI_VERSION == table().abi_version
+    assert table().struct_size == ctypes.sizeof(Api)
+
+
+def test_check_abi_accepts_this_version() -> None:
+    cyxla.check_abi(cyxla.ABI_VERSION)
+
+
+@pytest.mark.parametrize("version", [0, cyxla.ABI_VERSION + 1])
+def test_check_abi_names_both_versions(version: int) -> None:
+    with pytest.raises(cyxla.AbiVersionError) as raised:
+        cyxla.check_abi(version)
+    message = str(raised.value)
+    assert f"ABI version {version}" in message
+    assert f"provides ABI version {cyxla.ABI_VERSION}" in message
+    assert isinstance(raised.value, ImportError)
+
+
+def test_get_include_has_the_headers_and_pxd_files() -> None:
+    headers, pxd = (Path(p) for p in cyxla.get_include())
+    for name in ("cyxla.h", "cyxla.hpp", "pjrt_c_api.h"):
+        assert (headers / "cyxla" / name).is_file()
+    for name in ("_runtime.pxd", "_pjrt.pxd"):
+        assert (pxd / "cyxla" / name).is_file()
+
+
+# ---------------------------------------------------------------------- the spec
+
+
+def test_spec_describes_the_program(executable: cyxla.Executable) -> None:
+    status, spec, error = get_spec(executable.handle)
+    assert status == OK, error.message
+    try:
+        assert (spec.num_inputs, spec.num_outputs) == (1, 1)
+        assert spec.input_types[0] == spec.output_types[0] == F32
+        assert spec.input_ranks[0] == 1 and spec.input_dims[0][0] == 3
+        assert spec.input_bytes[0] == 12
+        assert spec.output_bytes[0] == executable.output_bytes[0] == 12
+    finally:
+        table().release_spec(ctypes.byref(spec))
+    assert spec.executable == 0
+
+
+def test_spec_with_a_short_struct_size_is_refused(executable: cyxla.Executable) -> None:
+    spec, error = ProgramSpec(), Error()
+    spec.struct_size = 16
+    assert table().get_spec(executable.handle, ctypes.byref(spec), ctypes.byref(error)) == (
+        INVALID_ARGUMENT
+    )
+    assert b"struct_size is 16" in error.message
+
+
+@pytest.mark.parametrize("handle", [0, 12345, (7 << 32) | 1])
+def test_unknown_handles_are_refused(handle: int) -> None:
+    status, _, error = get_spec(handle)
+    assert status == RELEASED
+    assert f"handle {handle}".encode() in error.message
+
+
+# ---------------------------------------------------------------------- execute
+
+
+def test_execute_matches_jax(executable: cyxla.Executable) -> None:
+    x = np.array([0.5, 1.0, -2.0], np.float32)
+    y = np.empty(3, np.float32)
+    _, spec, _ = get_spec(executable.handle)
+    error = execute(spec, [as_input(x)], [y.ctypes.data])
+    table().release_spec(ctypes.byref(spec))
+    assert error.status == OK, error.message
+    np.testing.assert_array_equal(y, jax.jit(sin2)(x))
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "message"),
+    [
+        ("null spec", INVALID_ARGUMENT, b"spec is NULL"),
+        ("two inputs", INVALID_ARGUMENT, b"takes 1 inputs and 1 outputs, given 2 and 1"),
+        ("no outputs", INVALID_ARGUMENT, b"given 1 and 0"),
+        ("f64 input", TYPE_MISMATCH, b"input 0 has element type f64, the program takes f32"),
+        ("short input", INVALID_ARGUMENT, b"input 0 has 8 bytes, the program takes 12"),
+        ("null data", INVALID_ARGUMENT, b"input 0 has NULL data"),
+        ("null output", INVALID_ARGUMENT, b"output 0 is NULL"),
+    ],
+)
+def test_execute_refuses_bad_arguments(
+    executable: cyxla.Executable, case: str, status: int, message: bytes
+) -> None:
+    x = np.zeros(3, np.float32)
+    y = np.full(3, 7.0, np.float32)
+    good = as_input(x)
+    inputs, outputs = [good], [y.ctypes.data]
+    _, spec, _ = get_spec(executable.handle)
+    if case == "two inputs":
+        inputs = [good, good]
+    elif case == "no outputs":
+        outputs = []
+    elif case == "f64 input":
+        inputs = [Input(x.ctypes.data, F64, 12)]
+    elif case == "short input":
+        inputs = [Input(x.ctypes.data, F32, 8)]
+    elif case == "null data":
+        inputs = [Input(None, F32, 12)]
+    elif case == "null output":
+        outputs = [None]
+    error = execute(None if case == "null spec" else spec, inputs, outputs)
+    table().release_spec(ctypes.byref(spec))
+    assert error.status == status
+    assert message in error.message
+    np.testing.assert_array_equal(y, 7.0)  # nothing ran
+
+
+def test_released_spec_is_refused(executable: cyxla.Executable) -> None:
+    _, spec, _ = get_spec(executable.handle)
+    handle = spec.executable
+    table().release_spec(ctypes.byref(spec))
+    spec.executable = handle  # a stale copy of the spec, as a careless caller might keep
+    x, y = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    # The Python Executable still holds the handle, so the stale copy still works ...
+    assert execute(spec, [as_input(x)], [y.ctypes.data]).status == OK
+    # ... and a zeroed one, as release_spec leaves it, is refused.
+    spec.executable = 0
+    error = execute(spec, [as_input(x)], [y.ctypes.data])
+    assert error.status == RELEASED
+    assert b"released" in error.message
+
+
+def test_freed_executable_is_refused_and_a_held_spec_keeps_it_alive() -> None:
+    program = cyxla.lower(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    executable = cyxla.compile_program(program)[0]
+    handle = executable.handle
+    _, held, _ = get_spec(handle)
+    del executable
+    gc.collect()
+    x, y = np.array([1.0, 2.0, 3.0], np.float32), np.empty(3, np.float32)
+    assert execute(held, [as_input(x)], [y.ctypes.data]).status == OK  # the spec holds it
+    np.testing.assert_array_equal(y, jax.jit(sin2)(x))
+    table().release_spec(ctypes.byref(held))
+    # The last hold is gone: the executable is freed, and its handle is an error.
+    assert get_spec(handle)[0] == RELEASED
+    held.executable = handle
+    error = execute(held, [as_input(x)], [y.ctypes.data])
+    assert error.status == RELEASED
+
+
+def test_a_handle_dies_with_its_python_executable() -> None:
+    program = cyxla.lower(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    executable = cyxla.compile_program(program)[0]
+    handle = executable.handle
+    status, spec, _ = get_spec(handle)
+    assert status == OK
+    table().release_spec(ctypes.byref(spec))
+    del executable
+    gc.collect()
+    status, _, error = get_spec(handle)
+    assert status == RELEASED
+    assert b"no executable has the handle" in error.message
+
+
+def test_aligned_memory() -> None:
+    api = table()
+    for nbytes in (1, 63, 64, 1000, 1 << 20):
+        pointer = api.aligned_memory(nbytes)
+        assert pointer % cyxla.HOST_ALIGNMENT == 0
+        ctypes.memset(pointer, 0xAB, nbytes)  # writable over its whole size
+        api.free_aligned(pointer)
+    assert api.aligned_memory(0) is None
+    api.free_aligned(None)
+
+
+# ---------------------------------------------------------------------- threads
+
+
+def test_eight_threads_ten_thousand_calls_each(executable: cyxla.Executable) -> None:
+    rows = np.random.default_rng(0).standard_normal((97, 3)).astype(np.float32)
+    expected = np.asarray(jax.jit(jax.vmap(sin2))(rows))
+    wrong = _benchmark.check_threads(executable.handle, rows, expected, 10_000, 8)
+    assert wrong == 0
+
+
+def test_threads_see_a_table_that_differs_from_the_jit_when_wrong(
+    executable: cyxla.Executable,
+) -> None:
+    # The check above can fail: a table of wrong results is reported as wrong.
+    rows = np.zeros((4, 3), np.float32)
+    wrong = _benchmark.check_threads(executable.handle, rows, rows + 1, 10, 2)
+    assert wrong == 20
+
+
+# ------------------------------------------------------------------- allocations
+
+
+ALLOCATION_CHECK = """
+    import ctypes, json
+    import jax, jax.numpy as jnp, numpy as np
+    import cyxla
+    from cyxla import _benchmark
+    from cyxla._cli_bench import _aligned
+
+    counter = ctypes.CDLL(None)
+    counter.count_allocations_stop.restype = ctypes.c_long
+
+    def allocations(loop, calls):
+        counter.count_allocations_start()
+        loop(calls)
+        return counter.count_allocations_stop()
+
+    results = {}
+    for name, function, shapes in [
+        ("small", lambda x: jnp.sin(x) * 2, [(3,)]),
+        ("matmul", lambda x, w: jnp.tanh(x @ w), [(100, 100), (100, 100)]),
+    ]:
+        program = cyxla.lower(function, [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
+        executable = cyxla.compile_program(program)[0]
+        inputs = [_aligned(np.ones(s, np.float32)) for s in shapes]
+        unaligned = [np.ones(s, np.float32)[1:].base[: int(np.prod(s))].reshape(s) for s in shapes]
+        outputs = [_aligned(np.empty(s.shape, s.dtype)) for s in executable.outputs]
+        types = [int(s.element_type) for s in executable.inputs]
+        pointers = executable.native._pjrt_pointers()
+        loops = {
+            "cyxla": lambda n, i=inputs: _benchmark.execute_loop(executable.handle, i, outputs, n),
+            "cyxla_unaligned": lambda n, i=unaligned: _benchmark.execute_loop(
+                executable.handle, i, outputs, n),
+            "raw": lambda n: _benchmark.raw_pjrt_loop(*pointers, inputs, types, outputs, n),
+        }
+        for path, loop in loops.items():
+            loop(100)  # warm
+            # Per call: the difference between a long and a short loop, so that the
+            # loop's own setup cancels out.
+            results[f"{name}/{path}"] = (allocations(loop, 3000) - allocations(loop, 1000)) / 2000
+    print(json.dumps(results))
+"""
+
+
+def test_execute_allocates_nothing_beyond_the_plugin(tmp_path: Path) -> None:
+    shim = tmp_path / "count_allocations.so"
+    source = Path(__file__).parent / "native" / "count_allocations.c"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", shim, source], check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(ALLOCATION_CHECK)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LD_PRELOAD": str(shim)},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    for name in ("small", "matmul"):
+        raw = counts[f"{name}/raw"]
+        assert raw > 0, counts  # the shim counts: the plugin allocates on every call
+        # cyxla's execute adds no allocation of its own to what the plugin makes.
+        assert counts[f"{name}/cyxla"] <= raw + 0.01, counts
+        assert counts[f"{name}/cyxla_unaligned"] <= raw + 0.01, counts

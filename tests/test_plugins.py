@@ -1,0 +1,340 @@
+"""Finding, choosing and loading plugins: discovery, `initialize`, the environment
+variables, entry points of other packages, and `python -m cyxla`.
+
+A process loads one plugin, so every test that decides how the plugin is loaded runs in
+a fresh interpreter. The PJRT version the plugin reports is read independently with
+ctypes, straight from the table its GetPjrtApi returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import cyxla as cx
+from cyxla import _core, _plugins
+
+from conftest import plugin_library, run_cyxla, run_steps
+
+CPU_DEFAULTS = {"cpu_device_count": 1, "asynchronous": False}
+
+
+def plugin_version(path: str) -> tuple[int, int]:
+    """The PJRT API version in the plugin's table, read without cyxla.
+
+    PJRT_Api starts with struct_size and extension_start, then PJRT_Api_Version:
+    struct_size, extension_start, major_version and minor_version (two ints).
+    """
+    library = ctypes.CDLL(path)
+    library.GetPjrtApi.restype = ctypes.c_void_p
+    table = library.GetPjrtApi()
+    assert table
+    words = ctypes.sizeof(ctypes.c_void_p)
+    major = ctypes.c_int.from_address(table + 4 * words).value
+    minor = ctypes.c_int.from_address(table + 4 * words + ctypes.sizeof(ctypes.c_int)).value
+    return major, minor
+
+
+@pytest.fixture(scope="module")
+def library() -> str:
+    return plugin_library()
+
+
+# ------------------------------------------------------------------------ discovery
+
+
+def test_discovery_finds_the_cpu_plugin(library: str) -> None:
+    entries = {entry.name: entry for entry in _plugins.discover()}
+    assert {"cpu", "cuda12", "cuda13", "rocm7", "tpu"} <= set(entries)
+    cpu = entries["cpu"]
+    assert cpu.platform == "cpu" and cpu.extra == "cpu"
+    assert dict(cpu.create_options) == CPU_DEFAULTS
+    assert Path(library).is_file()
+    assert Path(library).name == "pjrt_c_api_cpu_plugin.so"
+    assert _plugins.entry_for("cpu") == _plugins.entry_for("host") == cpu
+    assert _plugins.installed_platforms()[0] == "cpu"
+
+
+def test_a_plugin_that_is_not_installed() -> None:
+    cuda = next(e for e in _plugins.discover() if e.name == "cuda12")
+    if cuda.is_installed():
+        pytest.fail("this check expects a machine without jax-cuda12-pjrt")
+    with pytest.raises(cx.PluginNotFoundError) as caught:
+        cuda.library_path()
+    assert "pip install 'cyxla[cuda12]'" in str(caught.value)
+
+
+def test_plugin_version_matches_its_table(library: str) -> None:
+    version = plugin_version(library)
+    plugin = _plugins.load_library(library)
+    assert plugin.version == version
+    assert plugin.path == str(Path(library).resolve())
+    assert version[0] == _core.PJRT_API_MAJOR and version[1] >= _core.OLDEST_PJRT_API_MINOR
+    attributes = plugin.attributes
+    assert {"xla_version", "stablehlo_current_version", "stablehlo_minimum_version"} <= set(
+        attributes
+    )
+    # Loading twice gives the one plugin object: a plugin is initialized once per process.
+    assert _plugins.load_library(Path(library)) is plugin
+
+
+# ------------------------------------------------------------------------ initialize
+
+
+def test_the_process_plugin(library: str) -> None:
+    """However this test process loaded its plugin, it is the CPU one with its defaults."""
+    cx.compile_program(cx.lower(lambda x: x, [np.zeros(1, np.float32)]))
+    loaded = _plugins.loaded()
+    assert loaded is not None
+    assert loaded.platform == "cpu"
+    assert loaded.library == str(Path(library).resolve())
+    assert dict(loaded.options) == CPU_DEFAULTS
+    assert loaded.pjrt_version == plugin_version(library)
+    assert loaded.runtime.platform == "cpu"
+    assert loaded.runtime.device_count == 1
+    assert loaded.runtime.host_is_device
+    assert cx.initialize(platform="cpu") is loaded
+    assert cx.initialize() is loaded
+
+
+def test_initialize_then_other_options_is_refused(library: str) -> None:
+    steps = run_steps(
+        """
+        attempt(lambda: cx.initialize(platform="cpu").options)
+        attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": 2}))
+        attempt(lambda: cx.initialize(platform="cuda"))
+        attempt(lambda: cx.initialize(platform="cpu", options={"asynchronous": False}).options)
+        attempt(lambda: cx._plugins.loaded().runtime.device_count)
+        """
+    )
+    assert steps[0] == ["ok", str(CPU_DEFAULTS)]
+    kind, message = steps[1]
+    assert kind == "PluginError"
+    assert "a plugin is already loaded (cpu" in message
+    assert "'cpu_device_count': 1" in message and "'cpu_device_count': 2" in message
+    assert "call cyxla.initialize before the first compile_program" in message
+    # Another platform is no better; the same options again are fine.
+    assert steps[2][0] in ("PluginError", "PluginNotFoundError")
+    assert steps[3] == ["ok", str(CPU_DEFAULTS)]
+    assert steps[4] == ["ok", "1"]
+
+
+def test_initialize_options_before_first_use() -> None:
+    steps = run_steps(
+        """
+        loaded = cx.initialize(platform="cpu", options={"cpu_device_count": 3})
+        attempt(lambda: dict(loaded.options))
+        attempt(lambda: loaded.runtime.device_count)
+        program = cx.lower(lambda x: x * 2, [np.zeros(3, np.float32)])
+        executable, _ = cx.compile_program(program)  # compiles with the chosen client
+        attempt(lambda: executable.run([np.arange(3.0)])[0].tolist())
+        attempt(lambda: cx._plugins.loaded() is loaded)
+        """
+    )
+    assert steps == [
+        ["ok", "{'cpu_device_count': 3, 'asynchronous': False}"],
+        ["ok", "3"],
+        ["ok", "[0.0, 2.0, 4.0]"],
+        ["ok", "True"],
+    ]
+
+
+def test_an_option_of_none_removes_a_default() -> None:
+    steps = run_steps(
+        """
+        attempt(lambda: cx.initialize(platform="cpu", options={"asynchronous": None}).options)
+        """
+    )
+    assert steps == [["ok", "{'cpu_device_count': 1}"]]
+
+
+def test_initialize_with_a_library_path(library: str) -> None:
+    steps = run_steps(
+        f"""
+        loaded = cx.initialize(Path({library!r}), platform="cpu")
+        attempt(lambda: (loaded.platform, loaded.library, dict(loaded.options)))
+        attempt(lambda: loaded.pjrt_version)
+        program = cx.lower(lambda x: x + 1, [np.zeros(2, np.int32)])
+        attempt(lambda: program.platform)
+        attempt(lambda: cx.compile_program(program)[0].run([np.array([1, 2])])[0].tolist())
+        """
+    )
+    resolved = str(Path(library).resolve())
+    assert steps[0] == ["ok", str(("cpu", resolved, CPU_DEFAULTS))]
+    assert steps[1] == ["ok", str(plugin_version(library))]
+    assert steps[2:] == [["ok", "cpu"], ["ok", "[2, 3]"]]
+
+
+def test_initialize_with_a_plugin_of_another_platform(library: str) -> None:
+    """The library is the CPU plugin, but the caller asked for cuda. (The cuda defaults
+    are removed: the CPU client would refuse them before the platform is compared.)"""
+    steps = run_steps(
+        f"""
+        attempt(lambda: cx.initialize({library!r}, platform="cuda",
+                                      options={{"preallocate": None}}))
+        attempt(lambda: cx._plugins.loaded())
+        """
+    )
+    kind, message = steps[0]
+    assert kind == "PluginError"
+    resolved = Path(library).resolve()
+    assert message == f"the plugin {resolved} provides the platform 'cpu', not 'cuda'"
+    assert steps[1] == ["ok", "None"]
+
+
+# ------------------------------------------------------------------------ environment
+
+
+def test_cyxla_pjrt_plugin_variable(library: str) -> None:
+    steps = run_steps(
+        """
+        program = cx.lower(lambda x: x * 3, [np.zeros(2, np.float32)])  # loads the plugin
+        attempt(lambda: program.platform)
+        attempt(lambda: (cx._plugins.loaded().platform, cx._plugins.loaded().library))
+        attempt(lambda: cx.compile_program(program)[0].run([np.ones(2)])[0].tolist())
+        attempt(lambda: cx.initialize() is cx._plugins.loaded())
+        """,
+        {"CYXLA_PJRT_PLUGIN": library},
+    )
+    assert steps == [
+        ["ok", "cpu"],
+        ["ok", str(("cpu", str(Path(library).resolve())))],
+        ["ok", "[3.0, 3.0]"],
+        ["ok", "True"],
+    ]
+
+
+def test_cyxla_pjrt_plugin_variable_with_a_bad_library(
+    fake_plugin: Callable[..., Path],
+) -> None:
+    path = fake_plugin(0, 50)
+    steps = run_steps("attempt(lambda: cx.initialize())", {"CYXLA_PJRT_PLUGIN": str(path)})
+    assert steps[0][0] == "PluginVersionError"
+    assert str(path) in steps[0][1] and "0.50" in steps[0][1]
+
+
+@pytest.mark.parametrize("value", ["cpu", "HOST"])
+def test_cyxla_platform_variable(value: str) -> None:
+    steps = run_steps(
+        """
+        attempt(lambda: cx.lower(lambda x: x, [np.zeros(1)]).platform)
+        attempt(lambda: (cx.initialize().platform, dict(cx.initialize().options)))
+        """,
+        {"CYXLA_PLATFORM": value},
+    )
+    assert steps == [["ok", "cpu"], ["ok", str(("cpu", CPU_DEFAULTS))]]
+
+
+def test_cyxla_platform_variable_for_a_missing_plugin() -> None:
+    steps = run_steps(
+        """
+        attempt(lambda: cx.initialize())
+        attempt(lambda: cx.lower(lambda x: x, [np.zeros(1)]))
+        attempt(lambda: cx.initialize(platform="cpu").platform)  # an explicit choice wins
+        """,
+        {"CYXLA_PLATFORM": "cuda"},
+    )
+    for kind, message in steps[:2]:
+        assert kind == "PluginNotFoundError"
+        assert "no cuda plugin is installed" in message and "cyxla[cuda12]" in message
+    assert steps[2] == ["ok", "cpu"]
+
+
+# ------------------------------------------------------------------------ lowering's choice
+
+
+def test_lower_follows_jax_device_choices() -> None:
+    cpu = jax.devices("cpu")[0]
+    committed = jax.device_put(np.zeros(2, np.float32), cpu)
+    assert cx.lower(lambda x: x, [committed]).platform == "cpu"
+    with jax.default_device(cpu):
+        assert cx.lower(lambda x: x, [np.zeros(2, np.float32)]).platform == "cpu"
+
+
+def test_lower_follows_jax_platforms() -> None:
+    """Before any plugin is loaded, the first entry of jax_platforms decides."""
+    steps = run_steps(
+        """
+        attempt(lambda: cx.lower(lambda x: x, [np.zeros(1)]).platform)
+        attempt(lambda: cx._plugins.loaded())
+        """,
+        {"JAX_PLATFORMS": "cpu"},
+    )
+    assert steps == [["ok", "cpu"], ["ok", "None"]]
+
+
+# ------------------------------------------------------------------------ entry points
+
+
+def test_a_plugin_from_another_package(tmp_path: Path, library: str) -> None:
+    """A package that declares a `cyxla.plugins` entry point is found and preferred over
+    the built-in entry of its platform (newest name first), with its own options."""
+    (tmp_path / "other_cpu_plugin.py").write_text(
+        textwrap.dedent(
+            f"""
+            PLATFORM = "host"
+            CREATE_OPTIONS = {{"cpu_device_count": 2, "asynchronous": False}}
+            EXTRA = "other"
+
+            def library_path():
+                return {library!r}
+            """
+        )
+    )
+    info = tmp_path / "other_cpu_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: other-cpu-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[cyxla.plugins]\nzz_cpu = other_cpu_plugin\n")
+    steps = run_steps(
+        """
+        entries = {e.name: e for e in cx._plugins.discover()}
+        attempt(lambda: (entries["zz_cpu"].platform, entries["zz_cpu"].extra))
+        attempt(lambda: cx._plugins.entry_for("cpu").name)
+        attempt(lambda: dict(cx.initialize(platform="cpu").options))
+        attempt(lambda: cx._plugins.loaded().runtime.device_count)
+        """,
+        {"PYTHONPATH": str(tmp_path)},
+    )
+    assert steps == [
+        ["ok", str(("cpu", "other"))],
+        ["ok", "zz_cpu"],
+        ["ok", "{'cpu_device_count': 2, 'asynchronous': False}"],
+        ["ok", "2"],
+    ]
+
+
+# ------------------------------------------------------------------------ python -m cyxla
+
+
+def test_cli_lists_the_cpu_plugin_as_loadable(library: str) -> None:
+    result = run_cyxla()
+    assert result.returncode == 0, result.stderr
+    major, minor = plugin_version(library)
+    lines = result.stdout.splitlines()
+    at = lines.index("cpu (cpu)")
+    assert lines[at + 1] == f"  library: {library}"
+    assert lines[at + 2].startswith(f"  loadable: PJRT {major}.{minor}, xla_version ")
+    assert "StableHLO " in lines[at + 2]
+    assert "cuda12 (cuda)" in lines
+    assert "  not installed: pip install 'cyxla[cuda12]'" in lines
+    # The explicit command prints the same.
+    explicit = run_cyxla("plugins")
+    assert explicit.returncode == 0 and explicit.stdout == result.stdout
+
+
+def test_cli_shows_a_plugin_that_does_not_load(fake_plugin: Callable[..., Path]) -> None:
+    path = fake_plugin(1, 0)
+    result = run_cyxla("plugins", env={"CYXLA_PJRT_PLUGIN": str(path)})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("CYXLA_PJRT_PLUGIN (?)")
+    assert lines[at + 1] == f"  library: {path}"
+    assert lines[at + 2].startswith("  not loadable: PluginVersionError: ")
+    assert "PJRT API 1.0" in lines[at + 2]
+    assert "loadable: PJRT " in result.stdout  # the CPU plugin is still listed as loadable
