@@ -14,8 +14,15 @@ def test_downstream_package_builds_and_passes(tmp_path: Path) -> None:
     target = tmp_path / "site"
     build = subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-            "--target", str(target), str(DOWNSTREAM),
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-build-isolation",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(DOWNSTREAM),
         ],
         capture_output=True,
         text=True,

@@ -33,7 +33,6 @@ from cyxla._plugins import LoadedPlugin, PluginEntry, initialize
 from cyxla._program import Program, TensorSpec
 from cyxla._version import __version__
 
-
 __all__ = [
     "ABI_VERSION",
     "CACHE_ENVIRONMENT_VARIABLE",

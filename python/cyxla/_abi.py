@@ -47,4 +47,3 @@ def get_include() -> list[str]:
     """
     package = Path(__file__).resolve().parent
     return [str(package / "include"), str(package.parent)]
-

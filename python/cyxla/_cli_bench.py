@@ -91,11 +91,10 @@ def measure(case: Case, threads: int, rounds: int) -> tuple[dict[str, float], di
 
     loops: dict[str, Callable[[int], float]] = {
         "native": lambda n: _benchmark.execute_loop(handle, inputs, outputs, n),
-        "threads": lambda n: _benchmark.execute_threads(
-            handle, inputs, outputs, max(1, n // threads), threads
-        )
-        * n
-        / (max(1, n // threads) * threads),
+        # n calls in each thread: the wall time per call of all threads together.
+        "threads": lambda n: (
+            _benchmark.execute_threads(handle, inputs, outputs, n, threads) / threads
+        ),
         "run": _timed(lambda: executable.run(inputs)),
         "pjrt_floor": lambda n: _benchmark.raw_pjrt_loop(*pointers, inputs, types, outputs, n),
         "jax_jit": _timed(lambda: jitted(*on_device).block_until_ready()),
@@ -109,7 +108,10 @@ def measure(case: Case, threads: int, rounds: int) -> tuple[dict[str, float], di
     phases = _benchmark.raw_pjrt_phases(*pointers, inputs, types, outputs, case.calls * 5)
     return (
         {path: statistics.median(values) for path, values in samples.items()},
-        {name: seconds / (case.calls * 5) * 1e9 for name, seconds in zip(PHASES, phases)},
+        {
+            name: seconds / (case.calls * 5) * 1e9
+            for name, seconds in zip(PHASES, phases, strict=True)
+        },
     )
 
 
@@ -155,9 +157,7 @@ def _print_table(report: dict[str, object]) -> None:
                 f"{row['ratio_to_pjrt_floor']:>8.2f}x {row['ratio_to_jax_jit']:>7.2f}x"
             )
         print(f"  throughput of {threads} threads over 1: {paths['threads_speedup']:.2f}x")
-        phases = ", ".join(
-            f"{k} {v / 1e3:.2f}" for k, v in paths["pjrt_floor_phases_ns"].items()
-        )
+        phases = ", ".join(f"{k} {v / 1e3:.2f}" for k, v in paths["pjrt_floor_phases_ns"].items())
         print(f"  the floor's steps, us per call: {phases}")
 
 

@@ -60,6 +60,8 @@ def main() -> int:
     print(f"largest difference: {error:.3g}")
     run_s = _median_seconds(lambda: executable.run([x, w]))
     jit_s = _median_seconds(lambda: jitted(x_jax, w_jax).block_until_ready())
-    print(f"time per call, median: cyxla Executable.run {run_s * 1e6:.2f} us, "
-          f"jax.jit {jit_s * 1e6:.2f} us")
+    print(
+        f"time per call, median: cyxla Executable.run {run_s * 1e6:.2f} us, "
+        f"jax.jit {jit_s * 1e6:.2f} us"
+    )
     return 0 if np.allclose(ours, theirs, rtol=1e-5, atol=1e-5) else 1

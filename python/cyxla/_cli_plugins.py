@@ -32,8 +32,14 @@ def main() -> int:
         try:
             path = entry.library_path()
         except _plugins.PluginNotFoundError:
-            rows.append((entry.name, entry.platform, "-", f"not installed: pip install "
-                         f"'cyxla[{entry.extra}]'"))
+            rows.append(
+                (
+                    entry.name,
+                    entry.platform,
+                    "-",
+                    f"not installed: pip install 'cyxla[{entry.extra}]'",
+                )
+            )
             continue
         rows.append((entry.name, entry.platform, path, ""))
     for index, (name, platform, path, status) in enumerate(rows):

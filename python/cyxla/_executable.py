@@ -109,7 +109,9 @@ class Executable:
                 "internal error in cyxla: the core refused arguments that run() converted"
             )
         if self._any_view:
-            return tuple(o if d is None else o.view(d) for o, d in zip(outputs, self._views))
+            return tuple(
+                o if d is None else o.view(d) for o, d in zip(outputs, self._views, strict=True)
+            )
         return tuple(outputs)
 
     def _convert(self, arrays: Sequence[Any]) -> list[np.ndarray]:
@@ -117,7 +119,9 @@ class Executable:
             raise InvalidArgumentError(
                 f"{self.program.name} takes {len(self._in)} arrays, given {len(arrays)}"
             )
-        return [_prepare(i, a, spec) for i, (a, spec) in enumerate(zip(arrays, self._in))]
+        return [
+            _prepare(i, a, spec) for i, (a, spec) in enumerate(zip(arrays, self._in, strict=True))
+        ]
 
     def __repr__(self) -> str:
         ins = ", ".join(map(str, self.inputs))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import jax
 import numpy as np
-from jax._src.lib import _jax  # serialize_portable_artifact: a chosen StableHLO version
 from jax._src.interpreters import mlir
+from jax._src.lib import _jax  # serialize_portable_artifact: a chosen StableHLO version
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 
@@ -20,8 +19,6 @@ from cyxla._errors import PluginNotFoundError, UnsupportedProgramError
 from cyxla._program import Program, TensorSpec
 
 __all__ = ["choose_platform", "lower", "stablehlo_target"]
-
-_CUSTOM_CALL = re.compile(r'stablehlo\.custom_call\s+@"?([\w.$-]+)"?|call_target_name\s*=\s*"([^"]+)"')
 
 
 def _device_platform(device: Any) -> str:
@@ -45,8 +42,10 @@ def choose_platform(leaves: Iterable[Any] = ()) -> str:
             return _device_platform(next(iter(leaf.devices())))
     default = jax.config.jax_default_device
     if default is not None:
-        return _device_platform(default) if hasattr(default, "platform") else (
-            _plugins.normalize_platform(str(default))
+        return (
+            _device_platform(default)
+            if hasattr(default, "platform")
+            else (_plugins.normalize_platform(str(default)))
         )
     loaded = _plugins.loaded()
     if loaded is not None:
@@ -61,8 +60,7 @@ def choose_platform(leaves: Iterable[Any] = ()) -> str:
     installed = _plugins.installed_platforms()
     if not installed:
         raise PluginNotFoundError(
-            "no PJRT plugin is installed to lower for; install one with: "
-            "pip install 'cyxla[cpu]'"
+            "no PJRT plugin is installed to lower for; install one with: pip install 'cyxla[cpu]'"
         )
     return installed[0]
 
@@ -147,7 +145,8 @@ def lower(
     custom-call targets that `fn` may call beyond those `jax.export` already trusts.
     """
     leaves, tree = jax.tree.flatten(list(args))
-    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(list(args))[0]]
+    with_paths, _ = jax.tree_util.tree_flatten_with_path(list(args))
+    paths = [jax.tree_util.keystr(p) for p, _ in with_paths]
     specs = [_spec_of(leaf, f"args{path}") for leaf, path in zip(leaves, paths, strict=True)]
     for spec, path in zip(specs, paths, strict=True):
         if _carried_dtype(spec.dtype) is None:
@@ -192,7 +191,7 @@ def lower(
         )
     text = _without_locations(exported.mlir_module())
     _custom_calls.check_lowered(text, getattr(fn, "__name__", "the function"), platform)
-    targets = sorted({a or b for a, b in _CUSTOM_CALL.findall(text)})
+    targets = sorted({target for target, _ in _custom_calls.custom_calls_of(text)})
     return Program(
         stablehlo=_jax.mlir.serialize_portable_artifact(text, target),
         stablehlo_version=target,
