@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_cyxla
 
-_RESULT = re.compile(r"^(cyxla|jax\.jit) +result\[0, :4\]: \[([^\]]*)\]$", re.M)
+_RESULT = re.compile(r"^(cyxla|jax\.jit|native) +result\[0, :4\]: \[([^\]]*)\]$", re.M)
 
 
 def demo_reference() -> np.ndarray:
@@ -36,8 +36,8 @@ def test_demo_succeeds(demo: subprocess.CompletedProcess[str]) -> None:
         r"^platform: cpu, StableHLO \d+\.\d+\.\d+, compiled in [\d.]+ ms$", demo.stdout, re.M
     )
     assert re.search(
-        r"^time per call, median: cyxla Executable\.run [\d.]+ us, "
-        r"jax\.jit [\d.]+ us$",
+        r"^time per call: native execute [\d.]+ us \(mean of 2000\), "
+        r"Executable\.run [\d.]+ us, jax\.jit [\d.]+ us \(medians\)$",
         demo.stdout,
         re.M,
     )
@@ -49,11 +49,11 @@ def test_demo_prints_both_results_and_they_are_right(
     results = {
         name: np.array(values.split(), np.float64) for name, values in _RESULT.findall(demo.stdout)
     }
-    assert set(results) == {"cyxla", "jax.jit"}, demo.stdout
+    assert set(results) == {"cyxla", "jax.jit", "native"}, demo.stdout
     reference = demo_reference()
     # Printed with NumPy's 8 significant digits, from float32 arithmetic.
-    np.testing.assert_allclose(results["cyxla"], reference, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(results["jax.jit"], reference, rtol=1e-5, atol=1e-6)
+    for name in ("cyxla", "jax.jit", "native"):
+        np.testing.assert_allclose(results[name], reference, rtol=1e-5, atol=1e-6)
     difference = re.search(r"^largest difference: (\S+)$", demo.stdout, re.M)
     assert difference is not None and float(difference.group(1)) < 1e-5
 

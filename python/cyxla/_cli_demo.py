@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import cyxla
+from cyxla import _benchmark
 
 
 def demo_function(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -58,10 +59,16 @@ def main() -> int:
     print(f"jax.jit  result[0, :4]: {theirs[0, :4]}")
     error = float(np.max(np.abs(ours - theirs)))
     print(f"largest difference: {error:.3g}")
+    # The same program from native code: a C++ loop through the C API (cyxla.h).
+    native_out = np.empty_like(ours)
+    calls = 2000
+    native_s = _benchmark.execute_loop(executable.handle, [x, w], [native_out], calls) / calls
+    print(f"native   result[0, :4]: {native_out[0, :4]}")
     run_s = _median_seconds(lambda: executable.run([x, w]))
     jit_s = _median_seconds(lambda: jitted(x_jax, w_jax).block_until_ready())
     print(
-        f"time per call, median: cyxla Executable.run {run_s * 1e6:.2f} us, "
-        f"jax.jit {jit_s * 1e6:.2f} us"
+        f"time per call: native execute {native_s * 1e6:.2f} us (mean of {calls}), "
+        f"Executable.run {run_s * 1e6:.2f} us, jax.jit {jit_s * 1e6:.2f} us (medians)"
     )
-    return 0 if np.allclose(ours, theirs, rtol=1e-5, atol=1e-5) else 1
+    same = np.allclose(ours, theirs, rtol=1e-5, atol=1e-5) and np.array_equal(native_out, ours)
+    return 0 if same else 1
