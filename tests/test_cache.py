@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -785,6 +786,406 @@ def test_cache_command_runs_as_a_module(cache: Path) -> None:
     result = run_cyxla("cache", "info", env={"CYXLA_CACHE_DIR": str(cache)})
     assert result.returncode == 0, result.stderr
     assert f"directory: {cache}" in result.stdout and "1 file," in result.stdout
+
+
+# ------------------------------------------------------------------ edges of the store
+
+
+def test_default_cache_directory_on_windows_and_macos(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CYXLA_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # not read on either
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
+    assert cx.cache_directory() == tmp_path / "local" / "cyxla" / "Cache"
+    monkeypatch.delenv("LOCALAPPDATA")
+    assert cx.cache_directory() == tmp_path / "home" / "AppData" / "Local" / "cyxla" / "Cache"
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert cx.cache_directory() == tmp_path / "home" / "Library" / "Caches" / "cyxla"
+
+
+def test_unknown_kind_of_entry_is_refused(cache: Path) -> None:
+    with pytest.raises(ValueError, match=r"unknown kind of cache entry 'models'"):
+        _cache.open_store("models", create=True)
+    assert not cache.exists()
+
+
+def test_without_user_ids_nothing_is_refused_for_its_owner_or_mode(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where there are no user ids (Windows), modes say nothing, so nothing is refused."""
+    monkeypatch.setattr(_cache, "_user", lambda: None)
+    assert cx.store_lowered("windows", _program())
+    cache.chmod(0o777)
+    try:
+        assert cx.load_lowered("windows") == _program()  # no warning: none is allowed here
+    finally:
+        cache.chmod(0o700)
+
+
+def test_entry_directory_that_is_a_link_is_refused(cache: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    cache.mkdir(mode=0o700)
+    (cache / "programs").symlink_to(elsewhere)
+    with pytest.warns(UserWarning, match=r"programs is not a directory; the cache is not used"):
+        assert not cx.store_lowered("linked", _program())
+    with pytest.warns(UserWarning, match="is not a directory"):
+        assert cx.load_lowered("linked") is None
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_cache_directory_that_cannot_be_made_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _SpyRuntime
+) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    monkeypatch.setenv("CYXLA_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    with pytest.warns(UserWarning, match="cannot use the cache directory .*file/cache"):
+        assert not cx.store_lowered("nowhere", _program())
+    with pytest.warns(UserWarning, match="cannot use the cache directory"):
+        executable, stats = cx.compile_program(_program())
+    _check(executable)
+    assert not stats.cache_hit
+    assert stats.cache_error is not None and "cannot use the cache directory" in stats.cache_error
+
+
+def test_store_refused_after_a_miss_is_reported(cache: Path, spy: _SpyRuntime) -> None:
+    """The lookup finds no entry directory; storing then finds the cache unsafe."""
+    cache.mkdir()
+    cache.chmod(0o777)
+    try:
+        with pytest.warns(UserWarning, match="can be written by other users"):
+            executable, stats = cx.compile_program(_program())
+    finally:
+        cache.chmod(0o700)
+    _check(executable)
+    assert not stats.cache_hit
+    assert stats.cache_error is not None and "can be written by other users" in stats.cache_error
+    assert list(cache.iterdir()) == []
+
+
+def test_lowered_programs_in_a_refused_cache(cache: Path) -> None:
+    cx.store_lowered("refused", _program())
+    cache.chmod(0o777)
+    try:
+        with pytest.warns(UserWarning, match="can be written by other users"):
+            assert not cx.store_lowered("refused", _program())
+        with pytest.warns(UserWarning, match="can be written by other users"):
+            assert cx.load_lowered("refused") is None
+    finally:
+        cache.chmod(0o700)
+    assert cx.load_lowered("refused") == _program()
+
+
+def _reencode(path: Path, header: bytes) -> None:
+    """Rewrites an entry with these header bytes and a matching checksum."""
+    data = path.read_bytes()
+    _, _, length, _ = _cache._PREFIX.unpack_from(data)
+    payload = data[_cache._PREFIX.size + length :]
+    digest = hashlib.sha256(header + payload).digest()
+    prefix = _cache._PREFIX.pack(_cache._MAGIC, _cache.FORMAT_VERSION, len(header), digest)
+    path.write_bytes(prefix + header + payload)
+
+
+def test_entry_with_an_unreadable_header_is_ignored(cache: Path) -> None:
+    cx.store_lowered("unreadable", _program())
+    (entry,) = _entries(cache, "programs")
+    _reencode(entry, b"{not json")
+    with pytest.warns(UserWarning, match="has an unreadable header"):
+        assert cx.load_lowered("unreadable") is None
+    _reencode(entry, b"[1, 2]")
+    with pytest.warns(UserWarning, match="a header that does not describe its payload"):
+        assert cx.load_lowered("unreadable") is None
+
+
+def test_entry_whose_header_misstates_its_payload_is_ignored(cache: Path) -> None:
+    cx.store_lowered("misstated", _program())
+    (entry,) = _entries(cache, "programs")
+    _rewrite_header(entry, lambda h: h.update(payload_length=h["payload_length"] - 1))
+    with pytest.warns(UserWarning, match="a header that does not describe its payload"):
+        assert cx.load_lowered("misstated") is None
+
+
+def test_lowered_entry_this_cyxla_cannot_read_is_ignored(cache: Path) -> None:
+    cx.store_lowered("malformed", _program())
+    (entry,) = _entries(cache, "programs")
+    _rewrite_header(entry, lambda h: h["program"].update(output_tree={"set": []}))
+    with pytest.warns(UserWarning, match=r"unreadable program \(ValueError\(.malformed output"):
+        assert cx.load_lowered("malformed") is None
+    _rewrite_header(entry, lambda h: h["program"].pop("inputs"))
+    with pytest.warns(UserWarning, match=r"unreadable program \(KeyError\('inputs'\)\)"):
+        assert cx.load_lowered("malformed") is None
+    assert cx.store_lowered("malformed", _program())
+    assert cx.load_lowered("malformed") == _program()
+
+
+def test_entry_that_is_a_pipe_is_not_read(cache: Path) -> None:
+    cx.store_lowered("pipe", _program())
+    (entry,) = _entries(cache, "programs")
+    entry.unlink()
+    os.mkfifo(entry, 0o600)
+    # A writer holds the pipe open, so opening it to read does not wait.
+    writer = os.open(entry, os.O_RDWR)
+    try:
+        with pytest.warns(UserWarning, match="is not a regular file"):
+            assert cx.load_lowered("pipe") is None
+    finally:
+        os.close(writer)
+
+
+def test_directory_in_place_of_an_entry(cache: Path, spy: _SpyRuntime) -> None:
+    """Not loaded, not replaced (the rename fails and leaves no temporary file), and
+    compiling goes on."""
+    program = _program()
+    cx.compile_program(program)
+    (entry,) = _entries(cache)
+    entry.unlink()
+    entry.mkdir(mode=0o700)
+    executable, stats = cx.compile_program(program)
+    _check(executable)
+    assert not stats.cache_hit and spy.deserialized == []
+    assert stats.cache_error is not None
+    assert "is not a regular file" in stats.cache_error
+    assert "could not store the executable" in stats.cache_error
+    assert sorted(p.name for p in (cache / "executables").iterdir()) == [entry.name]
+    cx.store_lowered("directory", program)
+    (lowered,) = _entries(cache, "programs")
+    lowered.unlink()
+    lowered.mkdir(mode=0o700)
+    with pytest.warns(UserWarning, match="could not store the program scaled: .*directory"):
+        assert not cx.store_lowered("directory", program)
+    assert [p.name for p in (cache / "programs").iterdir()] == [lowered.name]
+
+
+class _FailingRead:
+    def __init__(self, file: Any) -> None:
+        self._file = file
+
+    def read(self) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    def __enter__(self) -> _FailingRead:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._file.close()
+
+
+def test_entry_that_cannot_be_read_is_ignored(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cx.store_lowered("failing", _program())
+    real = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda *a, **k: _FailingRead(real(*a, **k)))
+    with pytest.warns(UserWarning, match=r"cannot read .*Input/output error"):
+        assert cx.load_lowered("failing") is None
+    monkeypatch.undo()
+    assert cx.load_lowered("failing") == _program()
+
+
+def test_entries_and_clear_of_a_cache_that_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CYXLA_CACHE_DIR", "0")
+    assert list(_cache.entries()) == []
+    assert _cache.clear() == (0, 0)
+
+
+def test_stale_temporary_files_are_removed_and_other_files_kept(cache: Path) -> None:
+    cx.store_lowered("first", _program())
+    programs = cache / "programs"
+    stale, fresh, other = programs / ".tmp-stale", programs / ".tmp-fresh", programs / "notes"
+    for path in (stale, fresh, other):
+        path.write_bytes(b"x" * 10)
+    hours_ago = time.time() - 2 * 3600
+    os.utime(stale, (hours_ago, hours_ago))
+    listed = {item.path.name: item for item in _cache.entries()}
+    assert set(listed) == {stale.name, fresh.name, _entries(cache, "programs")[0].name}
+    assert listed[stale.name].size == 10 and listed[stale.name].kind == "programs"
+    cx.store_lowered("second", _program(3.0))
+    assert not stale.exists()  # left by a process that died while writing it
+    assert fresh.exists() and other.exists()  # perhaps being written; not the cache's
+    assert len(_entries(cache, "programs")) == 2
+
+
+def test_eviction_keeps_the_entry_it_just_wrote(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even when the clock makes it look older than the others."""
+    cx.store_lowered("old", _program())
+    (old,) = _entries(cache, "programs")
+    later = time.time() + 3600
+    os.utime(old, (later, later))
+    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, str(old.stat().st_size + 100))
+    assert cx.store_lowered("new", _program(3.0))
+    (kept,) = _entries(cache, "programs")
+    assert kept == _cache.entry_path(cache / "programs", "new")
+    assert cx.load_lowered("new") == _program(3.0)
+
+
+def test_peek_shows_headers_and_tolerates_junk(cache: Path, tmp_path: Path) -> None:
+    cx.store_lowered("peeked", _program())
+    (entry,) = _entries(cache, "programs")
+    header = _cache.peek(entry)
+    assert header is not None
+    assert (header["key"], header["program"]["name"]) == ("peeked", "scaled")
+    junk = tmp_path / "junk"
+    cases = {
+        b"short": "shorter than a prefix",
+        b"x" * 100: "bad magic",
+        _cache._PREFIX.pack(_cache._MAGIC, 1, 9, b"\0" * 32) + b"{not json": "bad JSON",
+        _cache._PREFIX.pack(_cache._MAGIC, 1, 6, b"\0" * 32) + b"[1, 2]": "not an object",
+    }
+    for data, why in cases.items():
+        junk.write_bytes(data)
+        assert _cache.peek(junk) is None, why
+    assert _cache.peek(tmp_path / "missing") is None
+    assert _cache.peek(tmp_path) is None  # a directory
+
+
+def test_cache_command_shows_junk_files_by_their_kind(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cx.store_lowered("listed", _program())
+    (cache / "programs" / "junk.entry").write_bytes(b"junk")
+    (cache / "programs" / ".tmp-left").write_bytes(b"")
+    assert cli(["cache", "info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "3 files" in lines[2]
+    assert any(line.split()[:2] == ["program", "?"] for line in lines)
+    assert any(line.split()[:2] == ["program", "scaled"] for line in lines)
+    assert any(line.split()[:2] == ["temporary", "?"] for line in lines)
+
+
+def test_cache_command_names_the_default_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("CYXLA_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cli(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    directory = tmp_path / "home" / ".cache" / "cyxla"
+    assert f"directory: {directory} (the default; set CYXLA_CACHE_DIR to move it" in out
+    assert "0 files" in out
+    assert not directory.exists()  # info creates nothing
+
+
+def test_cache_command_clear_when_off_or_failing(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cx.store_lowered("kept", _program())
+    blocking = cache / "programs" / "blocking.entry"
+    blocking.mkdir()  # named like an entry, but unlink cannot remove a directory
+    assert cli(["cache", "clear"]) == 1
+    assert f"could not clear the cache at {cache}: " in capsys.readouterr().out
+    blocking.rmdir()
+    assert cli(["cache", "clear"]) == 0
+    assert _entries(cache, "programs") == []
+    capsys.readouterr()
+    monkeypatch.setenv("CYXLA_CACHE_DIR", "0")
+    assert cli(["cache", "clear"]) == 0
+    assert "the disk cache is off (CYXLA_CACHE_DIR='0'); nothing to clear" in (
+        capsys.readouterr().out
+    )
+
+
+def test_plugin_library_that_moved_is_not_identified(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No key can be trusted, so the program is compiled and nothing is stored."""
+    loaded = cx.initialize()
+    moved = dataclasses.replace(loaded, library=str(tmp_path / "moved" / "plugin.so"))
+    monkeypatch.setattr(_plugins, "_loaded", moved)
+    executable, stats = cx.compile_program(_program())
+    _check(executable)
+    assert not stats.cache_hit
+    assert stats.cache_error is not None
+    assert stats.cache_error.startswith("cannot identify the plugin: ")
+    assert "No such file" in stats.cache_error
+    assert not cache.exists()
+
+
+def test_cached_executable_with_other_outputs_is_not_used(cache: Path, spy: _SpyRuntime) -> None:
+    """An entry that passes every check but holds another program's code (as a buggy or
+    altered build could write) is caught by the outputs of what the plugin loaded."""
+    inputs = [_spec(4, 8), _spec(8, 8)]
+    product = cx.lower(lambda x, w: x @ w, inputs)  # f32[4,8]
+    total = cx.lower(lambda x, w: jnp.sum(x @ w), inputs)  # f32[]
+    cx.compile_program(product)
+    (product_entry,) = _entries(cache)
+    cx.compile_program(total)
+    (total_entry,) = [e for e in _entries(cache) if e != product_entry]
+    data = total_entry.read_bytes()
+    _, _, length, _ = _cache._PREFIX.unpack_from(data)
+    header = json.loads(data[_cache._PREFIX.size : _cache._PREFIX.size + length])
+    total_entry.write_bytes(_cache._encode(header, _payload(product_entry)))
+
+    executable, stats = cx.compile_program(total)
+    assert not stats.cache_hit
+    assert stats.cache_error is not None
+    assert "loaded with outputs [(11, [4, 8])], not [(11, [])]" in stats.cache_error
+    assert spy.deserialized == [_payload(product_entry)]
+    x = np.ones((4, 8), np.float32)
+    (out,) = executable.run([x, np.ones((8, 8), np.float32)])
+    assert out.shape == () and out == pytest.approx(256.0)
+    _, stats = cx.compile_program(total)  # the entry was replaced by the right one
+    assert (stats.cache_hit, stats.cache_error) == (True, None)
+
+
+def test_store_lowered_refuses_dict_keys_it_cannot_keep(cache: Path) -> None:
+    program = cx.lower(lambda x: {(1, 2): x, (3, 4): x + 1}, [_spec(2)])
+    with pytest.raises(cx.UnsupportedProgramError, match=r"dict key that cannot be stored"):
+        cx.store_lowered("tuple-keys", program)
+    assert not cache.exists()
+    # int keys can be kept, and come back as ints.
+    program = cx.lower(lambda x: {2: x, 1: x + 1}, [_spec(2)])
+    assert cx.store_lowered("int-keys", program)
+    loaded = cx.load_lowered("int-keys")
+    assert loaded is not None and loaded.output_tree == program.output_tree
+
+
+def test_store_lowered_refuses_a_structure_that_does_not_round_trip(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard behind the encoding: what would come back different is not stored."""
+    from cyxla import _lowered_cache
+
+    monkeypatch.setattr(_lowered_cache, "_encode_tree", lambda tree: {"tuple": ["*"]})
+    with pytest.raises(cx.UnsupportedProgramError, match=r"output structure .* cannot be stored"):
+        cx.store_lowered("lossy", _structured_program())
+    assert not cache.exists()
+
+
+def test_cache_key_parts_of_every_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _cache_keys._json_safe(1 + 2j) == {"complex": [1.0, 2.0]}
+    assert cx.cache_key(1 + 2j) != cx.cache_key(1 - 2j)
+    assert _cache_keys._json_safe(np.dtype(np.float32)) == {"dtype": "<f4"}
+    assert _cache_keys._json_safe(np.dtype(ml_dtypes.bfloat16)) == {"dtype": "bfloat16"}
+    dtypes = [np.float32, np.float64, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn]
+    assert len({cx.cache_key(np.dtype(d)) for d in dtypes}) == len(dtypes)
+    missing = "cyxla-test-no-such-distribution"
+    assert _cache_keys._distribution_version(missing) is None
+    assert cx.cache_key("m", distributions=[missing]) == cx.cache_key("m", distributions=[missing])
+    assert cx.cache_key("m", distributions=[missing]) != cx.cache_key("m")
+
+
+def test_host_identity_without_proc_cpuinfo(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platform
+
+    def no_cpuinfo(*_: Any, **__: Any) -> Any:
+        raise FileNotFoundError(2, "No such file or directory", "/proc/cpuinfo")
+
+    monkeypatch.setattr(_cache_keys, "open", no_cpuinfo, raising=False)
+    monkeypatch.setattr(platform, "processor", lambda: "arm-test-cpu")
+    _cache_keys.host_identity.cache_clear()
+    try:
+        identity = _cache_keys.host_identity()
+    finally:
+        _cache_keys.host_identity.cache_clear()
+    assert identity == {
+        "machine": platform.machine(),
+        "features": hashlib.sha256(b"arm-test-cpu").hexdigest(),
+    }
+    assert _cache_keys.host_identity()["features"] != identity["features"]
 
 
 @pytest.fixture(autouse=True)

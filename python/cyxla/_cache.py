@@ -269,15 +269,21 @@ def read(kind: str, key: str) -> Entry | None:
         return None
     except OSError as error:  # a symbolic link (ELOOP), or no permission
         raise EntryError(f"cannot open {path}: {error}") from error
-    with os.fdopen(descriptor, "rb") as file:
-        # fstat on the open file: the file checked is the file read.
-        info = os.fstat(file.fileno())
+    try:
+        # fstat on the open file: the file checked is the file read. Before fdopen, which
+        # refuses a directory with an OSError of its own.
+        info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             raise EntryError(f"{path} is not a regular file")
         problem = _unsafe(info, "the entry", path)
         if problem is not None:
             warnings.warn(f"cyxla cache: {problem}; it is not loaded", stacklevel=2)
             raise EntryError(problem)
+        file = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with file:
         try:
             data = file.read()
         except OSError as error:

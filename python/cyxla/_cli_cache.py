@@ -21,11 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _size(count: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+    if count < 1024:
+        return f"{count:.0f} bytes"
+    for unit in ("KiB", "MiB"):
         count /= 1024
-    raise AssertionError("unreachable")
+        if count < 1024:
+            return f"{count:.1f} {unit}"
+    return f"{count / 1024:.1f} GiB"
 
 
 def _files(count: int) -> str:

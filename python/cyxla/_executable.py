@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from jax._src.lib import xla_client
 
-from cyxla import _core, _custom_calls, _executable_cache, _plugins
+from cyxla import _core, _executable_cache, _ffi_checks, _plugins
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._program import Program, TensorSpec
 
@@ -167,7 +167,7 @@ def compile_program(
     compiling otherwise.
     """
     runtime = _plugins.runtime_for(program.platform)
-    _custom_calls.check_program(program.custom_calls, program.platform)
+    _ffi_checks.check_program(program.custom_calls, program.platform)
     loaded = _plugins.loaded()
     assert loaded is not None, "runtime_for loads the plugin"
     specs = [(int(s.element_type), list(s.shape)) for s in program.inputs]
@@ -177,7 +177,7 @@ def compile_program(
         statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
         return Executable(cached.native, program), statistics
     start = time.perf_counter()
-    with _custom_calls.explain_compile_errors():
+    with _ffi_checks.explain_compile_errors():
         native = runtime.compile(program.stablehlo, compile_options, specs)
     seconds = time.perf_counter() - start
     _check_outputs(native, program)

@@ -36,10 +36,11 @@ class Registry {
   uint64_t add(std::shared_ptr<const Executable> executable);
   /// Adds a reference to a live handle; the entry stays valid until the matching release.
   /// Null when the handle was released or never existed.
-  const Entry* acquire(uint64_t handle);
+  const Entry* acquire(uint64_t handle) noexcept;
   /// Drops a reference. At the last one the handle dies, in-flight calls finish, and the
-  /// executable is freed. Unknown or dead handles are ignored.
-  void release(uint64_t handle);
+  /// executable is freed. Unknown or dead handles are ignored. Allocates nothing: add()
+  /// reserved room in the free list for every slot.
+  void release(uint64_t handle) noexcept;
 
   /// Marks a call in flight on `handle` for the scope of the object (the hot path: two
   /// atomic loads and an increment, no lock).
@@ -47,7 +48,7 @@ class Registry {
    public:
     Use() noexcept = default;
     Use(Slot* slot, const Entry* entry) noexcept : slot_(slot), entry_(entry) {}
-    Use(Use&& other) noexcept;
+    Use(Use&&) = delete;  // returned by use() as a prvalue, never moved
     Use(const Use&) = delete;
     Use& operator=(const Use&) = delete;
     Use& operator=(Use&&) = delete;

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <exception>
 #include <mutex>
 #include <unordered_map>
 
@@ -68,6 +69,24 @@ void check(const PJRT_Api* api, PJRT_Error* error, std::string_view function, Er
   destroy.error = error;
   api->PJRT_Error_Destroy(&destroy);
   throw Error(kind, message, code);
+}
+
+void missing_function(const Plugin& plugin, std::string_view function) {
+  throw Error(ErrorKind::PluginVersion,
+              std::string(function) + " is missing from the plugin " + plugin.path() + " (PJRT " +
+                  std::to_string(plugin.version().major) + "." +
+                  std::to_string(plugin.version().minor) + "); install a newer plugin");
+}
+
+PJRT_Error* invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
+                   std::string_view function, ErrorKind kind) {
+  try {
+    return thunk(api, args);
+  } catch (const std::exception& e) {
+    // A C++ plugin may let an exception escape its C functions (seen for an invalid
+    // client option); report it like any other failure of the call.
+    throw Error(kind, std::string(function) + " failed inside the plugin: " + e.what());
+  }
 }
 
 namespace {

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -80,26 +79,24 @@ class Plugin {
   std::vector<NamedValue> attributes_;
 };
 
+/// Throws the PluginVersion error for a `function` missing from the plugin's table.
+[[noreturn, gnu::cold]] void missing_function(const Plugin& plugin, std::string_view function);
+
+/// Calls `thunk(api, args)` and returns its error; a C++ exception that escapes the plugin
+/// becomes cyxla::Error of `kind` naming `function`.
+PJRT_Error* invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
+                   std::string_view function, ErrorKind kind);
+
 /// Calls `slot` of the plugin's table with `args`, after checking that the slot exists;
 /// a PJRT error becomes cyxla::Error of `kind` naming the function.
 template <auto Slot, class Args>
 void call(const Plugin& plugin, Args& args, std::string_view function,
           ErrorKind kind = ErrorKind::Pjrt) {
-  if (!plugin.has<Slot>()) {
-    throw Error(ErrorKind::PluginVersion,
-                std::string(function) + " is missing from the plugin " + plugin.path() +
-                    " (PJRT " + std::to_string(plugin.version().major) + "." +
-                    std::to_string(plugin.version().minor) + "); install a newer plugin");
-  }
-  PJRT_Error* error = nullptr;
-  try {
-    error = (plugin.api()->*Slot)(&args);
-  } catch (const std::exception& e) {
-    // A C++ plugin may let an exception escape its C functions (seen for an invalid
-    // client option); report it like any other failure of the call.
-    throw Error(kind, std::string(function) + " failed inside the plugin: " + e.what());
-  }
-  check(plugin.api(), error, function, kind);
+  if (!plugin.has<Slot>()) missing_function(plugin, function);
+  constexpr auto thunk = [](const PJRT_Api* api, void* a) {
+    return (api->*Slot)(static_cast<Args*>(a));
+  };
+  check(plugin.api(), invoke(plugin.api(), thunk, &args, function, kind), function, kind);
 }
 
 /// Zero-initialized PJRT argument struct with its struct_size set.

@@ -17,8 +17,7 @@ namespace {
 class BufferView {
  public:
   BufferView() = default;
-  BufferView(BufferView&& other) noexcept
-      : view_(other.view_), held_(std::exchange(other.held_, false)) {}
+  BufferView(BufferView&&) = delete;
   BufferView& operator=(BufferView&&) = delete;
   BufferView(const BufferView&) = delete;
   BufferView& operator=(const BufferView&) = delete;

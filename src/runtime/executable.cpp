@@ -115,13 +115,6 @@ void Executable::execute(std::span<const void* const> inputs,
   const PJRT_Api* api = plugin.api();
   const size_t n_in = inputs_.size();
   const size_t n_out = outputs_.size();
-  if (inputs.size() != n_in || outputs.size() != n_out) {
-    throw Error(ErrorKind::InvalidArgument,
-                "the program takes " + std::to_string(n_in) + " inputs and " +
-                    std::to_string(n_out) + " outputs, given " + std::to_string(inputs.size()) +
-                    " and " + std::to_string(outputs.size()));
-  }
-
   // On the CPU every input becomes a buffer that aliases host memory. Unaligned inputs
   // are first staged in this thread's aligned scratch memory: one memcpy, cheaper than
   // the plugin's own copy, which allocates a buffer on every call.
@@ -140,9 +133,6 @@ void Executable::execute(std::span<const void* const> inputs,
   for (size_t i = 0; i < n_in; ++i) {
     const TensorSpec& spec = inputs_[i];
     const void* data = inputs[i];
-    if (data == nullptr && spec.bytes() != 0) {
-      throw Error(ErrorKind::InvalidArgument, "input " + std::to_string(i) + " is a null pointer");
-    }
     if (host && !is_aligned(data)) {
       std::memcpy(staging, data, spec.bytes());
       data = staging;
@@ -186,9 +176,6 @@ void Executable::execute(std::span<const void* const> inputs,
 
   for (size_t j = 0; j < n_out; ++j) {
     if (output_bytes_[j] == 0) continue;
-    if (outputs[j] == nullptr) {
-      throw Error(ErrorKind::InvalidArgument, "output " + std::to_string(j) + " is a null pointer");
-    }
     if (runtime_->host_is_device()) {
       // The result is in host memory already: copy it here, where PJRT_Buffer_ToHostBuffer
       // would hand the copy to a worker thread and wake us when it is done.

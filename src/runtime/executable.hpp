@@ -29,7 +29,8 @@ class Executable {
 
   /// Runs the program on host memory: `inputs[i]` holds a dense row-major array of
   /// inputs()[i], `outputs[j]` receives output_bytes()[j] bytes. The caller checks the
-  /// counts and types; this checks nothing on the hot path but null pointers.
+  /// counts, types and null pointers (the C API's execute, run_on_buffers); this checks
+  /// nothing on the hot path.
   /// Safe to call from many threads at once. Throws cyxla::Error.
   void execute(std::span<const void* const> inputs, std::span<void* const> outputs) const;
 

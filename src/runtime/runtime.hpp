@@ -42,6 +42,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
 
  public:
   Runtime(Key, std::shared_ptr<const pjrt::Plugin> plugin) : plugin_(std::move(plugin)) {}
+  // Shared through shared_ptr only (and so never moved by the bindings).
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
 
  private:
   std::shared_ptr<const pjrt::Plugin> plugin_;

@@ -4,7 +4,7 @@
 
 #include <array>
 #include <cstddef>
-#include <vector>
+#include <memory>
 
 namespace cyxla {
 
@@ -13,16 +13,16 @@ class SmallArray {
  public:
   /// `n` value-initialized elements.
   explicit SmallArray(size_t n) : size_(n) {
-    if (n > N) heap_.resize(n);
+    if (n > N) heap_ = std::make_unique<T[]>(n);
   }
-  T* data() noexcept { return size_ > N ? heap_.data() : inline_.data(); }
+  T* data() noexcept { return size_ > N ? heap_.get() : inline_.data(); }
   T& operator[](size_t i) noexcept { return data()[i]; }
   size_t size() const noexcept { return size_; }
 
  private:
   size_t size_;
   std::array<T, N> inline_{};
-  std::vector<T> heap_;
+  std::unique_ptr<T[]> heap_;  // value-initialized, never moved
 };
 
 }  // namespace cyxla

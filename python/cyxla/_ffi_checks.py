@@ -1,0 +1,169 @@
+"""The checks that explain a custom call a plugin cannot run: Python host callbacks,
+untyped calls and targets recorded as unsupported when a program is lowered, and
+rejected or missing handlers when it is compiled."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from cyxla import _custom_calls
+from cyxla._errors import CompileError, UnsupportedProgramError
+from cyxla._ffi_plugin import MISSING_FFI
+from cyxla._ffi_sources import jaxlib_targets, prepare_jaxlib
+from cyxla._ffi_targets import PYTHON_CALLBACK_TARGETS
+
+__all__ = [
+    "XLA_BUILTIN_TARGETS",
+    "check_lowered",
+    "check_program",
+    "custom_calls_of",
+    "explain_compile_errors",
+    "explain_export_error",
+    "trusted_targets",
+]
+
+#: Custom calls that XLA expands itself, whatever their api_version.
+XLA_BUILTIN_TARGETS = frozenset(
+    {
+        "AllocateBuffer",
+        "ApproxTopK",
+        "Eigh",
+        "LuDecomposition",
+        "ProductOfElementaryHouseholderReflectors",
+        "Qr",
+        "SPMDFullToShardShape",
+        "SPMDShardToFullShape",
+        "Sharding",
+        "annotate_device_placement",
+        "shape_assertion",
+        "stablehlo.dynamic_approx_top_k",
+        "stablehlo.dynamic_reduce_window",
+        "stablehlo.dynamic_rng_bit_generator",
+        "stablehlo.dynamic_top_k",
+    }
+)
+
+#: The JAX primitives of Python host callbacks, and the API a user wrote.
+_CALLBACK_PRIMITIVES = {
+    "pure_callback": "jax.pure_callback",
+    "io_callback": "jax.experimental.io_callback",
+    "debug_callback": "jax.debug.callback",
+    "debug_print": "jax.debug.print",
+}
+_CUSTOM_CALL_OP = re.compile(r'stablehlo\.custom_call\s+@(?:"([^"]+)"|([\w.$-]+))')
+_MISSING_UNTYPED = re.compile(r"No registered implementation for untyped custom call to (\S+)")
+
+
+def trusted_targets(platform: str) -> frozenset[str]:
+    """Targets that `lower` lets through jax.export's checks without being named: the
+    handlers cyxla registers from jaxlib."""
+    return frozenset(jaxlib_targets()) if platform == "cpu" else frozenset()
+
+
+def custom_calls_of(text: str) -> list[tuple[str, bool]]:
+    """(target, whether it is a typed FFI call) of each custom call in StableHLO text.
+
+    A typed FFI call has api_version 4, or a dictionary as `mhlo.backend_config` (the
+    form jax.export writes); untyped calls have a string backend_config."""
+    calls = []
+    for line in text.splitlines():
+        if match := _CUSTOM_CALL_OP.search(line):
+            typed = "api_version = 4 " in line or "mhlo.backend_config = {" in line
+            calls.append((match.group(1) or match.group(2), typed))
+    return calls
+
+
+def check_lowered(text: str, function: str, platform: str) -> None:
+    """Raises UnsupportedProgramError for a custom call in `text`, a program for
+    `platform`, that no plugin runs."""
+    for target, typed in custom_calls_of(text):
+        if target in XLA_BUILTIN_TARGETS:
+            continue
+        if target in PYTHON_CALLBACK_TARGETS:
+            raise UnsupportedProgramError(
+                f"{function} calls the custom-call target '{target}', a Python host "
+                "callback, which needs JAX's own runtime and cannot run on a PJRT plugin"
+            )
+        if not typed:
+            raise UnsupportedProgramError(
+                f"{function} calls '{target}' as an untyped custom call; PJRT plugins run "
+                "only typed XLA FFI handlers (jax.ffi.ffi_call with its default "
+                "custom_call_api_version=4, registered with api_version=1)"
+            )
+        if (reason := _custom_calls.unsupported_reason(platform, target)) is not None:
+            raise UnsupportedProgramError(f"{function} calls '{target}': {reason}")
+
+
+def explain_export_error(error: Exception, function: str, trace: Callable[[], Any]) -> None:
+    """Raises UnsupportedProgramError from `error`, a failure of jax.export, when the
+    function uses Python host callbacks (found in the jaxpr that `trace` makes) or custom
+    calls that nobody named; returns otherwise."""
+    message = str(error)
+    if isinstance(error, NotImplementedError) and "host_callbacks" in message:
+        try:
+            primitives = set(_primitives(trace()))
+        except Exception:  # tracing again failed: fall back to the caller's message
+            return
+        apis = sorted({api for name, api in _CALLBACK_PRIMITIVES.items() if name in primitives})
+        if apis:
+            raise UnsupportedProgramError(
+                f"{function} uses {' and '.join(apis)}: a Python host callback, which lowers "
+                "to the custom-call target 'xla_ffi_python_cpu_callback' (on GPUs "
+                "'xla_ffi_python_gpu_callback'), needs JAX's own runtime and cannot run on a "
+                "PJRT plugin"
+            ) from error
+    if "custom calls whose targets have no compatibility guarantees" in message:
+        names = sorted(set(re.findall(r'stablehlo\.custom_call @"?([\w.$-]+)', message)))
+        raise UnsupportedProgramError(
+            f"{function} calls the custom-call targets {names}, which jax.export does not "
+            "trust; name those that have a registered handler in "
+            f"cyxla.lower(..., custom_calls={names})"
+        ) from error
+
+
+def _primitives(jaxpr: Any) -> Iterator[str]:
+    """The names of the primitives in `jaxpr` and in the jaxprs its equations hold."""
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)  # a ClosedJaxpr holds a Jaxpr
+    for equation in jaxpr.eqns:
+        yield equation.primitive.name
+        for value in equation.params.values():
+            for item in value if isinstance(value, tuple | list) else (value,):
+                if hasattr(getattr(item, "jaxpr", item), "eqns"):
+                    yield from _primitives(item)
+
+
+def check_program(targets: Iterable[str], platform: str) -> None:
+    """Raises UnsupportedProgramError for a target that the loaded plugin of `platform`
+    is known not to run, and readies jaxlib's handlers that the others need."""
+    targets = list(targets)
+    prepare_jaxlib(targets)
+    for target in targets:
+        if (error := _custom_calls.registration_error(target)) is not None:
+            raise UnsupportedProgramError(error)
+        if (reason := _custom_calls.unsupported_reason(platform, target)) is not None:
+            raise UnsupportedProgramError(f"'{target}': {reason}")
+
+
+@contextlib.contextmanager
+def explain_compile_errors() -> Iterator[None]:
+    """Turns the plugin's "no handler" compile errors into UnsupportedProgramError naming
+    the target; `check_program` ran before."""
+    try:
+        yield
+    except CompileError as error:
+        message = str(error)
+        if match := MISSING_FFI.search(message):
+            raise UnsupportedProgramError(
+                f"no XLA FFI handler is registered for the custom-call target "
+                f"'{match.group(1)}' on the {match.group(2)} plugin: register one with "
+                "jax.ffi.register_ffi_target or cyxla.register_ffi_target"
+            ) from error
+        if match := _MISSING_UNTYPED.search(message):
+            raise UnsupportedProgramError(
+                f"'{match.group(1)}' is an untyped custom call, which PJRT plugins do not "
+                "run; only typed XLA FFI handlers (api_version=1) can be registered"
+            ) from error
+        raise

@@ -1,0 +1,93 @@
+"""Where custom-call targets come from besides cyxla.register_ffi_target: the typed FFI
+handlers of jaxlib's CPU modules, and the targets JAX's own registry holds."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import pkgutil
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jax._src.lib import xla_client
+
+from cyxla._ffi_targets import Target, target_from
+
+__all__ = ["JAXLIB_CPU_MODULES", "jax_held_targets", "jaxlib_targets", "prepare_jaxlib"]
+
+#: The jaxlib modules whose typed FFI handlers a CPU plugin gets, besides any other
+#: module of `jaxlib.cpu` with a `registrations()` function.
+JAXLIB_CPU_MODULES = ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
+
+_lock = threading.Lock()
+_jaxlib_targets: dict[str, Target] | None = None
+#: jaxlib's modules by target, for their initialize() before a program calls one.
+_jaxlib_modules: dict[str, Any] = {}
+
+
+def jaxlib_targets() -> dict[str, Target]:
+    """jaxlib's typed FFI handlers for the CPU, by target name."""
+    global _jaxlib_targets
+    with _lock:
+        if _jaxlib_targets is None:
+            found: dict[str, Target] = {}
+            for module in _jaxlib_cpu_modules():
+                for name, capsule in module.registrations().items():
+                    found[name] = target_from(name, capsule, "cpu", 1, 0, origin="jaxlib")
+                    _jaxlib_modules[name] = module
+            _jaxlib_targets = found
+        return _jaxlib_targets
+
+
+def prepare_jaxlib(targets: Iterable[str]) -> None:
+    """Runs the initialize() of the jaxlib modules whose handlers `targets` name: the
+    LAPACK handlers call through function pointers that it reads from SciPy (which JAX
+    does when it lowers linear algebra, and a program from a cache never did)."""
+    jaxlib_targets()
+    modules = {id(m): m for t in targets if (m := _jaxlib_modules.get(t)) is not None}
+    for module in modules.values():
+        if hasattr(module, "initialize"):
+            module.initialize()
+
+
+def jax_held_targets() -> list[Target]:
+    """The targets JAX holds: registrations waiting for JAX's own client, and the typed
+    handlers in jaxlib's FFI registry. Python callbacks come back as unsupported."""
+    held: list[tuple[str, Any, str, int, Any]] = []
+    pending: Mapping[str, list[Any]] = getattr(xla_client, "_custom_callback", {})
+    for xla_platform, items in list(pending.items()):
+        held += [
+            (name, fn, xla_platform, version, traits) for name, fn, version, traits, *_ in items
+        ]
+    targets_of = getattr(xla_client, "custom_call_targets", None)
+    for xla_platform in ("Host", "CUDA", "ROCM") if targets_of is not None else ():
+        try:
+            registry = targets_of(xla_platform)
+        except Exception:  # a platform this jaxlib does not know
+            continue
+        held += [(name, stages, xla_platform, 1, 0) for name, stages in registry.items()]
+    entries = []
+    for name, fn, platform, api_version, traits in held:
+        try:
+            entries.append(target_from(name, fn, platform, api_version, int(traits), "jax.ffi"))
+        except (TypeError, ValueError):  # a platform or handler that cyxla cannot pass on
+            continue
+    return entries
+
+
+def _jaxlib_cpu_modules() -> list[Any]:
+    """jaxlib's CPU modules that have a `registrations()` function."""
+    names = list(JAXLIB_CPU_MODULES)
+    with contextlib.suppress(ImportError):
+        package = importlib.import_module("jaxlib.cpu")
+        names += [f"jaxlib.cpu.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+    modules = []
+    for name in dict.fromkeys(names):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if callable(getattr(module, "registrations", None)):
+            modules.append(module)
+    return modules
