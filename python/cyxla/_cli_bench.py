@@ -3,8 +3,10 @@
 Paths, for each program: (1) cyxla's native `execute` from C++, (2) the same from N
 threads (time per call from the throughput), (3) `Executable.run` from Python, (4) a
 minimal loop written directly against the PJRT C API (the floor), (5) `jax.jit`. Rounds
-of the paths are interleaved and each figure is the median over rounds, so that the
-ratios compare times measured under the same machine load.
+of paths (1) to (4) are interleaved and each figure is the median over rounds, so that
+the ratios compare times measured under the same machine load; `jax.jit`'s rounds come
+after them, because JAX's own CPU thread pool keeps spinning for a while after each call
+and would take a core from the paths measured next.
 """
 
 from __future__ import annotations
@@ -100,11 +102,13 @@ def measure(case: Case, threads: int, rounds: int) -> tuple[dict[str, float], di
         "jax_jit": _timed(lambda: jitted(*on_device).block_until_ready()),
     }
     samples: dict[str, list[float]] = {path: [] for path in PATHS}
-    for path in PATHS:  # warm every path once
-        loops[path](max(1, case.calls // 10))
-    for _ in range(rounds):
-        for path in PATHS:
-            samples[path].append(_per_call(loops[path], case.calls) * 1e9)
+    cyxla_paths = [path for path in PATHS if path != "jax_jit"]
+    for paths in (cyxla_paths, ["jax_jit"]):
+        for path in paths:  # warm
+            loops[path](max(1, case.calls // 10))
+        for _ in range(rounds):
+            for path in paths:
+                samples[path].append(_per_call(loops[path], case.calls) * 1e9)
     phases = _benchmark.raw_pjrt_phases(*pointers, inputs, types, outputs, case.calls * 5)
     return (
         {path: statistics.median(values) for path, values in samples.items()},
