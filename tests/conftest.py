@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -185,15 +186,22 @@ def fake_plugin(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]
 # ------------------------------------------------------------------ x64
 
 
-@pytest.fixture
-def x64() -> Iterator[None]:
-    """Turns on jax_enable_x64 for one test, and restores the setting after it."""
+@contextlib.contextmanager
+def x64_mode(enabled: bool) -> Iterator[None]:
+    """jax_enable_x64 set to `enabled` inside the block, restored after it."""
     before = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", enabled)
     try:
         yield
     finally:
         jax.config.update("jax_enable_x64", before)
+
+
+@pytest.fixture
+def x64() -> Iterator[None]:
+    """Turns on jax_enable_x64 for one test, and restores the setting after it."""
+    with x64_mode(True):
+        yield
 
 
 # ------------------------------------------------------------------ lowering helpers

@@ -19,6 +19,8 @@ import pytest
 
 import cyxla as cx
 
+from conftest import x64_mode
+
 N = 4  # the size of the matrices (jnp.linalg.det has closed forms up to 3 x 3)
 BATCH = 2
 #: The coverage is of the custom calls, not of XLA's optimizer: compiling without LLVM's
@@ -149,13 +151,8 @@ def both(fn: Callable[..., Any], count: int) -> Callable[..., Any]:
 def precision(request: pytest.FixtureRequest) -> Iterator[None]:
     """jax_enable_x64 on for 64-bit cases (float64, complex128), restored after."""
     dtype = np.dtype(request.node.callspec.params["dtype"])
-    wide = dtype in (np.float64, np.complex128)
-    before = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", wide)
-    try:
+    with x64_mode(dtype in (np.float64, np.complex128)):
         yield
-    finally:
-        jax.config.update("jax_enable_x64", before)
 
 
 def assert_close(ours: Any, theirs: Any, dtype: np.dtype, where: str) -> None:
