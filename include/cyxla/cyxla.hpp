@@ -27,7 +27,8 @@ namespace cyxla::native {
 /// A failed call of the C API: its status and message.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const cyxla_Error& error) : std::runtime_error(error.message), status_(error.status) {}
+  explicit Error(const cyxla_Error& error)
+      : std::runtime_error(error.message), status_(error.status) {}
   cyxla_Status status() const noexcept { return status_; }
 
  private:
@@ -113,7 +114,9 @@ class Program {
   const cyxla_ProgramSpec& spec() const noexcept { return spec_; }
   size_t num_inputs() const noexcept { return spec_.num_inputs; }
   size_t num_outputs() const noexcept { return spec_.num_outputs; }
-  PJRT_Buffer_Type input_type(size_t i) const { return spec_.input_types[checked(i, num_inputs())]; }
+  PJRT_Buffer_Type input_type(size_t i) const {
+    return spec_.input_types[checked(i, num_inputs())];
+  }
   PJRT_Buffer_Type output_type(size_t j) const {
     return spec_.output_types[checked(j, num_outputs())];
   }

@@ -12,7 +12,7 @@ from jax._src.lib import xla_client
 
 from cyxla import _core, _executable_cache, _ffi_checks, _plugins
 from cyxla._errors import DtypeError, InvalidArgumentError
-from cyxla._program import Program, TensorSpec
+from cyxla._program import Program, TensorSpec, core_specs, output_mismatch
 
 __all__ = ["CompileStatistics", "Executable", "compile_program"]
 
@@ -170,7 +170,7 @@ def compile_program(
     _ffi_checks.check_program(program.custom_calls, program.platform)
     loaded = _plugins.loaded()
     assert loaded is not None, "runtime_for loads the plugin"
-    specs = [(int(s.element_type), list(s.shape)) for s in program.inputs]
+    specs = core_specs(program.inputs)
     compile_options = _compile_options(options)
     cached = _executable_cache.load(program, loaded, compile_options, specs)
     if cached.native is not None:
@@ -193,10 +193,6 @@ def compile_program(
 
 def _check_outputs(native: _core.Executable, program: Program) -> None:
     """The plugin's view of the outputs must be the program's: anything else is a bug."""
-    expected = [(int(s.element_type), list(s.shape)) for s in program.outputs]
-    actual = [(t, list(d)) for t, d in native.outputs]
-    if actual != expected:
-        raise InvalidArgumentError(
-            f"the plugin compiled {program.name} to outputs {actual}, but it was lowered "
-            f"with outputs {expected}"
-        )
+    mismatch = output_mismatch(native, program)
+    if mismatch is not None:
+        raise InvalidArgumentError(f"the plugin compiled {program.name} to {mismatch}")

@@ -8,12 +8,11 @@ from typing import Any
 
 from cyxla import _cache, _core, _plugins
 from cyxla._cache_keys import executable_key, library_identity
-from cyxla._program import Program
+from cyxla._program import CoreSpecs, Program, output_mismatch
 
 __all__ = ["Lookup", "load", "store"]
 
 _KIND = "executables"
-Specs = list[tuple[int, list[int]]]
 
 
 @dataclass(frozen=True)
@@ -31,12 +30,12 @@ class Lookup:
     identity: dict[str, Any] | None
 
 
-def _specs(specs: Specs) -> list[list[Any]]:
+def _specs(specs: CoreSpecs) -> list[list[Any]]:
     return [[int(t), [int(d) for d in shape]] for t, shape in specs]
 
 
 def load(
-    program: Program, loaded: _plugins.LoadedPlugin, compile_options: bytes, specs: Specs
+    program: Program, loaded: _plugins.LoadedPlugin, compile_options: bytes, specs: CoreSpecs
 ) -> Lookup:
     """Looks `program` up; a damaged, foreign or unsafe entry is a miss with an error."""
     start = time.perf_counter()
@@ -63,7 +62,7 @@ def _use(
     entry: _cache.Entry,
     loaded: _plugins.LoadedPlugin,
     program: Program,
-    specs: Specs,
+    specs: CoreSpecs,
     identity: dict[str, Any],
 ) -> tuple[_core.Executable | None, str | None]:
     """The executable in a checked entry, or None and why it cannot be used."""
@@ -75,14 +74,15 @@ def _use(
         native = loaded.runtime.deserialize(entry.payload, specs)
     except Exception as failure:  # whatever the plugin says, compiling is the way out
         return None, f"the plugin could not load {entry.path}: {failure}"
-    expected = [(int(s.element_type), list(s.shape)) for s in program.outputs]
-    actual = [(t, list(d)) for t, d in native.outputs]
-    if actual != expected:
-        return None, f"{entry.path} loaded with outputs {actual}, not {expected}"
+    mismatch = output_mismatch(native, program)
+    if mismatch is not None:
+        return None, f"{entry.path} loaded with {mismatch}"
     return native, None
 
 
-def store(lookup: Lookup, program: Program, native: _core.Executable, specs: Specs) -> str | None:
+def store(
+    lookup: Lookup, program: Program, native: _core.Executable, specs: CoreSpecs
+) -> str | None:
     """Stores a compiled executable under the key `load` made; returns why not, if it failed."""
     if lookup.key is None:
         return None

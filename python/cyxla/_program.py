@@ -9,7 +9,7 @@ import numpy as np
 
 from cyxla._dtypes import ElementType, element_type_of
 
-__all__ = ["Program", "TensorSpec"]
+__all__ = ["Program", "TensorSpec", "core_specs", "output_mismatch"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,19 @@ class Program:
     custom_calls: tuple[str, ...]
     name: str
     output_tree: Any = field(repr=False, compare=False)
+
+
+#: Specs as the C++ core takes and reports them: (PJRT element type, dimensions).
+CoreSpecs = list[tuple[int, list[int]]]
+
+
+def core_specs(specs: tuple[TensorSpec, ...]) -> CoreSpecs:
+    return [(int(s.element_type), list(s.shape)) for s in specs]
+
+
+def output_mismatch(native: Any, program: Program) -> str | None:
+    """How the outputs of a compiled or loaded executable (`_core.Executable`) differ from
+    those `program` was lowered with, or None when they are the same."""
+    expected = core_specs(program.outputs)
+    actual = [(t, list(d)) for t, d in native.outputs]
+    return None if actual == expected else f"outputs {actual}, not {expected}"

@@ -25,23 +25,23 @@ constexpr uint64_t make_handle(size_t index, uint32_t generation) {
 constexpr size_t index_of(uint64_t handle) { return static_cast<size_t>(handle & 0xffffffffu) - 1; }
 constexpr uint32_t generation_of(uint64_t handle) { return static_cast<uint32_t>(handle >> 32); }
 
-template <class Spec>
-void describe(const std::vector<Spec>& specs, std::vector<PJRT_Buffer_Type>& types,
-              std::vector<size_t>& ranks, std::vector<const int64_t*>& dims,
-              std::vector<size_t>& bytes) {
-  for (const auto& spec : specs) {
+void describe(const std::vector<TensorSpec>& specs, std::vector<PJRT_Buffer_Type>& types,
+              std::vector<size_t>& ranks, std::vector<const int64_t*>& dims) {
+  for (const TensorSpec& spec : specs) {
     types.push_back(spec.type);
     ranks.push_back(spec.dims.size());
     dims.push_back(spec.dims.data());
-    bytes.push_back(spec.bytes());
   }
 }
 
 }  // namespace
 
-Entry::Entry(std::shared_ptr<const Executable> exe) : executable(std::move(exe)) {
-  describe(executable->inputs(), input_types, input_ranks, input_dims, input_bytes);
-  describe(executable->outputs(), output_types, output_ranks, output_dims, output_bytes);
+Entry::Entry(std::shared_ptr<const Executable> exe)
+    : executable(std::move(exe)),
+      input_bytes(executable->input_bytes()),
+      output_bytes(executable->output_bytes()) {
+  describe(executable->inputs(), input_types, input_ranks, input_dims);
+  describe(executable->outputs(), output_types, output_ranks, output_dims);
 }
 
 Registry& Registry::instance() {

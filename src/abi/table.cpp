@@ -11,6 +11,7 @@
 #include "abi/registry.hpp"
 #include "common/error.hpp"
 #include "runtime/element_type.hpp"
+#include "runtime/host_memory.hpp"
 #include "runtime/small_array.hpp"
 
 namespace cyxla::abi {
@@ -155,13 +156,9 @@ cyxla_Status execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
   return succeed(error);
 }
 
-void* aligned_memory(size_t nbytes) {
-  if (nbytes == 0) return nullptr;
-  // aligned_alloc wants a multiple of the alignment.
-  const size_t rounded = (nbytes + CYXLA_HOST_ALIGNMENT - 1) / CYXLA_HOST_ALIGNMENT *
-                         CYXLA_HOST_ALIGNMENT;
-  return std::aligned_alloc(CYXLA_HOST_ALIGNMENT, rounded);
-}
+static_assert(CYXLA_HOST_ALIGNMENT == kHostAlignment, "cyxla.h promises the core's alignment");
+
+void* aligned_memory(size_t nbytes) { return allocate_aligned(nbytes); }
 
 void free_aligned(void* pointer) { std::free(pointer); }
 

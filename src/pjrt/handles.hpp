@@ -52,9 +52,11 @@ using Client = Handle<PJRT_Client, PJRT_Client_Destroy_Args, &PJRT_Api::PJRT_Cli
                       &PJRT_Client_Destroy_Args::client>;
 using LoadedExecutable =
     Handle<PJRT_LoadedExecutable, PJRT_LoadedExecutable_Destroy_Args,
-           &PJRT_Api::PJRT_LoadedExecutable_Destroy, &PJRT_LoadedExecutable_Destroy_Args::executable>;
-using Executable = Handle<PJRT_Executable, PJRT_Executable_Destroy_Args,
-                          &PJRT_Api::PJRT_Executable_Destroy, &PJRT_Executable_Destroy_Args::executable>;
+           &PJRT_Api::PJRT_LoadedExecutable_Destroy,
+           &PJRT_LoadedExecutable_Destroy_Args::executable>;
+using Executable =
+    Handle<PJRT_Executable, PJRT_Executable_Destroy_Args, &PJRT_Api::PJRT_Executable_Destroy,
+           &PJRT_Executable_Destroy_Args::executable>;
 using Buffer = Handle<PJRT_Buffer, PJRT_Buffer_Destroy_Args, &PJRT_Api::PJRT_Buffer_Destroy,
                       &PJRT_Buffer_Destroy_Args::buffer>;
 using Event = Handle<PJRT_Event, PJRT_Event_Destroy_Args, &PJRT_Api::PJRT_Event_Destroy,

@@ -39,16 +39,16 @@ class BufferView {
   void* data() const noexcept { return view_.buf; }
   size_t nbytes() const noexcept { return static_cast<size_t>(view_.len); }
 
-  /// Whether the view holds an array of exactly `spec`. With `carried`, a bfloat16 spec
-  /// also takes uint16 ("H"): Python's run hands bfloat16 over as uint16 views, since
-  /// NumPy cannot export ml_dtypes' types as buffers.
-  bool matches(const TensorSpec& spec, bool carried) const noexcept {
+  /// Whether the view holds an array of exactly `spec` (of `bytes` bytes). With
+  /// `carried`, a bfloat16 spec also takes uint16 ("H"): Python's run hands bfloat16 over
+  /// as uint16 views, since NumPy cannot export ml_dtypes' types as buffers.
+  bool matches(const TensorSpec& spec, size_t bytes, bool carried) const noexcept {
     if (static_cast<size_t>(view_.ndim) != spec.dims.size()) return false;
     for (size_t d = 0; d < spec.dims.size(); ++d) {
       if (view_.shape[d] != spec.dims[d]) return false;
     }
     if (spec.type == PJRT_Buffer_Type_BF16 && !carried) return false;
-    return format_matches(spec.type) && nbytes() == spec.bytes();
+    return format_matches(spec.type) && nbytes() == bytes;
   }
 
  private:
@@ -62,11 +62,13 @@ class BufferView {
       case PJRT_Buffer_Type_S8: return std::strcmp(f, "b") == 0;
       case PJRT_Buffer_Type_S16: return std::strcmp(f, "h") == 0;
       case PJRT_Buffer_Type_S32: return std::strcmp(f, "i") == 0;
-      case PJRT_Buffer_Type_S64: return eight && (std::strcmp(f, "l") == 0 || std::strcmp(f, "q") == 0);
+      case PJRT_Buffer_Type_S64:
+        return eight && (std::strcmp(f, "l") == 0 || std::strcmp(f, "q") == 0);
       case PJRT_Buffer_Type_U8: return std::strcmp(f, "B") == 0;
       case PJRT_Buffer_Type_U16: return std::strcmp(f, "H") == 0;
       case PJRT_Buffer_Type_U32: return std::strcmp(f, "I") == 0;
-      case PJRT_Buffer_Type_U64: return eight && (std::strcmp(f, "L") == 0 || std::strcmp(f, "Q") == 0);
+      case PJRT_Buffer_Type_U64:
+        return eight && (std::strcmp(f, "L") == 0 || std::strcmp(f, "Q") == 0);
       case PJRT_Buffer_Type_F16: return std::strcmp(f, "e") == 0;
       case PJRT_Buffer_Type_BF16: return std::strcmp(f, "H") == 0;
       case PJRT_Buffer_Type_F32: return std::strcmp(f, "f") == 0;
@@ -100,11 +102,15 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
   SmallArray<const void*> in_data(n_in);
   SmallArray<void*> out_data(n_out);
   for (size_t i = 0; i < n_in; ++i) {
-    if (!in_views[i].acquire(in_seq[i], false) || !in_views[i].matches(in_specs[i], converted)) return false;
+    if (!in_views[i].acquire(in_seq[i], false) ||
+        !in_views[i].matches(in_specs[i], executable.input_bytes()[i], converted)) {
+      return false;
+    }
     in_data[i] = in_views[i].data();
   }
   for (size_t j = 0; j < n_out; ++j) {
-    if (!out_views[j].acquire(out_seq[j], true) || !out_views[j].matches(out_specs[j], true)) {
+    if (!out_views[j].acquire(out_seq[j], true) ||
+        !out_views[j].matches(out_specs[j], executable.output_bytes()[j], true)) {
       throw Error(ErrorKind::InvalidArgument,
                   "output " + std::to_string(j) + " must be a writable C-contiguous array of " +
                       out_specs[j].to_string());

@@ -1,8 +1,6 @@
 // Reading an executable's outputs, and execute(): host memory in, host memory out.
 #include "runtime/executable.hpp"
 
-#include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -55,20 +53,12 @@ void await(const pjrt::Plugin& plugin, PJRT_Event* event, std::string_view what)
   pjrt::check(plugin.api(), plugin.api()->PJRT_Event_Await(&args), what);
 }
 
-constexpr bool is_aligned(const void* data) {
-  return reinterpret_cast<uintptr_t>(data) % kHostAlignment == 0;
-}
-
-constexpr size_t round_up(size_t bytes) {
-  return (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-}
-
 /// Aligned memory that grows to the largest size asked of it and is then reused.
 class Scratch {
  public:
   std::byte* reserve(size_t bytes) {
     if (bytes > capacity_) {
-      memory_.reset(static_cast<std::byte*>(std::aligned_alloc(kHostAlignment, round_up(bytes))));
+      memory_.reset(static_cast<std::byte*>(allocate_aligned(bytes)));
       if (memory_ == nullptr) {
         capacity_ = 0;
         throw std::bad_alloc();
@@ -102,6 +92,7 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecu
       throw Error(ErrorKind::TypeMismatch,
                   "input " + std::to_string(i) + " has an element type cyxla does not support");
     }
+    input_bytes_.push_back(inputs_[i].bytes());
   }
   const pjrt::Plugin& plugin = runtime_->plugin();
   pjrt::Executable executable = executable_of(plugin, loaded_.get());
@@ -123,7 +114,7 @@ void Executable::execute(std::span<const void* const> inputs,
   if (host) {
     size_t unaligned = 0;
     for (size_t i = 0; i < n_in; ++i) {
-      if (!is_aligned(inputs[i])) unaligned += round_up(inputs_[i].bytes());
+      if (!is_aligned(inputs[i])) unaligned += round_up(input_bytes_[i]);
     }
     if (unaligned != 0) staging = scratch().reserve(unaligned);
   }
@@ -134,9 +125,9 @@ void Executable::execute(std::span<const void* const> inputs,
     const TensorSpec& spec = inputs_[i];
     const void* data = inputs[i];
     if (host && !is_aligned(data)) {
-      std::memcpy(staging, data, spec.bytes());
+      std::memcpy(staging, data, input_bytes_[i]);
       data = staging;
-      staging += round_up(spec.bytes());
+      staging += round_up(input_bytes_[i]);
     }
     auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
     args.client = runtime_->client();
@@ -176,7 +167,7 @@ void Executable::execute(std::span<const void* const> inputs,
 
   for (size_t j = 0; j < n_out; ++j) {
     if (output_bytes_[j] == 0) continue;
-    if (runtime_->host_is_device()) {
+    if (host) {
       // The result is in host memory already: copy it here, where PJRT_Buffer_ToHostBuffer
       // would hand the copy to a worker thread and wake us when it is done.
       auto where = pjrt::make_args<PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args>();

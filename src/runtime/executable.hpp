@@ -7,14 +7,12 @@
 #include <vector>
 
 #include "pjrt/handles.hpp"
+#include "runtime/host_memory.hpp"
 #include "runtime/tensor_spec.hpp"
 
 namespace cyxla {
 
 class Runtime;
-
-/// Inputs aligned to this many bytes are aliased by CPU buffers instead of copied.
-inline constexpr size_t kHostAlignment = 64;
 
 class Executable {
  public:
@@ -23,6 +21,7 @@ class Executable {
 
   const std::vector<TensorSpec>& inputs() const noexcept { return inputs_; }
   const std::vector<TensorSpec>& outputs() const noexcept { return outputs_; }
+  const std::vector<size_t>& input_bytes() const noexcept { return input_bytes_; }
   const std::vector<size_t>& output_bytes() const noexcept { return output_bytes_; }
   const Runtime& runtime() const noexcept { return *runtime_; }
   PJRT_LoadedExecutable* loaded() const noexcept { return loaded_.get(); }
@@ -44,7 +43,7 @@ class Executable {
   pjrt::LoadedExecutable loaded_;
   std::vector<TensorSpec> inputs_;
   std::vector<TensorSpec> outputs_;
-  std::vector<size_t> output_bytes_;
+  std::vector<size_t> input_bytes_, output_bytes_;  // bytes() of each spec, once
 };
 
 }  // namespace cyxla
