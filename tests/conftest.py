@@ -115,18 +115,26 @@ def plugin_library() -> str:
 
 
 def installed_header() -> Path:
-    """The PJRT header installed with the package under test (not the source tree's)."""
-    return Path(cx.__file__).resolve().parent / "include" / "cyxla" / "pjrt_c_api.h"
+    """The element-type header installed with the package under test (not the source
+    tree's): the one piece of the PJRT C API that cyxla's public headers declare."""
+    return Path(cx.__file__).resolve().parent / "include" / "cyxla" / "element_type.h"
+
+
+def private_pjrt_header() -> Path:
+    """cyxla's own PJRT declarations, private to the source tree (never installed)."""
+    return Path(__file__).resolve().parents[1] / "src" / "pjrt" / "pjrt_c_api.h"
 
 
 def compile_c(
     source: Path, output: Path, *, shared: bool = False, defines: dict[str, str] | None = None
 ) -> Path:
-    """Compiles `source` with the system C compiler against cyxla's installed headers."""
+    """Compiles `source` with the system C compiler against cyxla's installed headers and
+    its private PJRT declarations ("pjrt/pjrt_c_api.h")."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     assert compiler, "the tests need a C compiler (cc) to build their probes"
     include = installed_header().parents[1]
-    command = [compiler, "-std=c11", "-O0", "-Wall", "-Werror", f"-I{include}"]
+    private = private_pjrt_header().parents[1]
+    command = [compiler, "-std=c11", "-O0", "-Wall", "-Werror", f"-I{include}", f"-I{private}"]
     command += [f"-D{name}={value}" for name, value in (defines or {}).items()]
     command += [str(source), *(["-shared", "-fPIC"] if shared else ["-ldl"]), "-o", str(output)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
@@ -139,7 +147,7 @@ _FAKE_PLUGIN = r"""
  * size and slots the test chooses: every function slot is null. */
 #include <string.h>
 
-#include "cyxla/pjrt_c_api.h"
+#include "pjrt/pjrt_c_api.h"
 
 static PJRT_Api api;
 

@@ -154,7 +154,7 @@ def test_client_create_error_carries_the_message(
 
 def test_plugin_without_register_handler(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:
     with pytest.raises(cx.PluginVersionError) as caught:
-        _core.ffi_version(scripted[0])
+        _core._ffi_version(scripted[0])
     assert str(caught.value) == (
         f"the PJRT FFI extension of {scripted[0].path} cannot register handlers (it predates "
         "register_handler, added to XLA in 2025-08); install a newer plugin"

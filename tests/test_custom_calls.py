@@ -98,7 +98,7 @@ def test_loading_the_plugin_registers_jaxlib_handlers() -> None:
     names = set(jaxlib)
     assert "lapack_spotrf_ffi" in names and "cpu_csr_sparse_dense_ffi" in names
     assert len([n for n in names if n.startswith("lapack_")]) == 60
-    plugin_version = _core.ffi_version(plugin)
+    plugin_version = _core._ffi_version(plugin)
     assert plugin_version is not None and plugin_version >= jaxlib_ffi_version()
     for name in names:
         registration = registrations[name]
@@ -154,7 +154,7 @@ def fake_plugin(layout: int, directory: Path) -> Path:
     assert compiler, "the custom-call tests need a C compiler (cc)"
     output = directory / f"libcyxla_fake_plugin_{layout}.so"
     command = [compiler, "-std=c11", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror"]
-    command += [f"-DLAYOUT={layout}", f"-I{HERE.parent / 'include'}"]
+    command += [f"-DLAYOUT={layout}", f"-I{HERE.parent / 'include'}", f"-I{SRC}"]
     command += [
         "-isystem",
         jax.ffi.include_dir(),
@@ -181,7 +181,7 @@ def test_every_layout_of_the_ffi_extension(
 ) -> None:
     library = fake_plugin(layout, tmp_path)
     plugin = _core.Plugin.load(str(library))
-    assert _core.ffi_version(plugin) == (0, 2)
+    assert _core._ffi_version(plugin) == (0, 2)
     handler = ctypes.cast(handlers.CyxlaTestScaleAdd, ctypes.c_void_p).value
     versions = _core.register_ffi_handler(plugin, "fake_target", handler, "Host", 1)
     assert versions == (jaxlib_ffi_version(), (0, 2))
@@ -200,13 +200,13 @@ def test_every_layout_of_the_ffi_extension(
 def test_a_plugin_without_the_ffi_extension(tmp_path: Path) -> None:
     plugin = _core.Plugin.load(str(fake_plugin(0, tmp_path)))
     with pytest.raises(cx.PluginVersionError, match="has no PJRT FFI extension"):
-        _core.ffi_version(plugin)
+        _core._ffi_version(plugin)
 
 
 def test_an_unknown_layout_of_the_ffi_extension(tmp_path: Path) -> None:
     plugin = _core.Plugin.load(str(fake_plugin(4, tmp_path)))
     with pytest.raises(cx.PluginVersionError) as info:
-        _core.ffi_version(plugin)
+        _core._ffi_version(plugin)
     assert "cyxla knows the 40, 60 and 52-byte layouts" in str(info.value)
     assert "expected 48, got 0" in str(info.value)
 
@@ -386,7 +386,7 @@ def test_a_rejected_handler_fails_the_compile_with_both_versions(handler_library
         """,
         handler_library,
     )
-    plugin = ".".join(map(str, _core.ffi_version(cx.initialize().plugin) or ()))
+    plugin = ".".join(map(str, _core._ffi_version(cx.initialize().plugin) or ()))
     assert "'future'" in result and "XLA FFI 0.99" in result
     assert f"plugin's XLA FFI {plugin}" in result and "newer than the plugin" in result
 
@@ -489,7 +489,7 @@ def test_a_target_nobody_registered_is_refused_at_compile() -> None:
 
 def test_a_handler_newer_than_the_plugin_is_refused(handlers: ctypes.CDLL) -> None:
     plugin = cx.initialize().plugin
-    version = ".".join(map(str, _core.ffi_version(plugin) or ()))
+    version = ".".join(map(str, _core._ffi_version(plugin) or ()))
     with pytest.raises(cx.UnsupportedProgramError) as info:
         cx.register_ffi_target(
             "cyxla_test_future", jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)

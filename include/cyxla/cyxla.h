@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cyxla/pjrt_c_api.h" /* PJRT_Buffer_Type: the element types of inputs and outputs */
+#include "cyxla/element_type.h" /* PJRT_Buffer_Type: the element types of inputs and outputs */
 
 #ifdef __cplusplus
 extern "C" {

@@ -42,7 +42,7 @@ def check_abi(version: int) -> None:
 def get_include() -> list[str]:
     """Directories to build extension modules with: [C/C++ headers, Cython .pxd files].
 
-    The first holds `cyxla/cyxla.h`, `cyxla/cyxla.hpp` and `cyxla/pjrt_c_api.h`; pass the
+    The first holds `cyxla/cyxla.h`, `cyxla/cyxla.hpp` and `cyxla/element_type.h`; pass the
     second to Cython with -I so that `cimport cyxla._runtime` finds the declarations.
     """
     package = Path(__file__).resolve().parent

@@ -1,6 +1,8 @@
-# The PJRT element types of cyxla/pjrt_c_api.h, for Cython modules (cimport cyxla._pjrt).
+# The PJRT element types of cyxla/element_type.h, for Cython modules (cimport cyxla._pjrt).
+# Cython takes the values from that header; these are the names it lists that cyxla
+# carries (tests/test_dtypes.py checks them against the header).
 
-cdef extern from "cyxla/pjrt_c_api.h" nogil:
+cdef extern from "cyxla/element_type.h" nogil:
     ctypedef enum PJRT_Buffer_Type:
         PJRT_Buffer_Type_INVALID
         PJRT_Buffer_Type_PRED

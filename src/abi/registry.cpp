@@ -14,7 +14,9 @@ struct Registry::Slot {
   std::atomic<uint32_t> in_flight{0};
   std::atomic<const Entry*> live{nullptr};
   uint32_t references = 0;      // guarded by the registry's mutex
-  std::unique_ptr<Entry> entry;  // likewise
+  // Guarded by the mutex too, except while the release() that dropped the last reference
+  // waits for in-flight calls: then the slot is on no list and only that release() has it.
+  std::unique_ptr<Entry> entry;
 };
 
 namespace {
@@ -98,21 +100,26 @@ const Entry* Registry::acquire(uint64_t handle) noexcept {
 
 void Registry::release(uint64_t handle) noexcept {
   if (handle == 0) return;
-  std::unique_ptr<Entry> dead;  // freed after the lock is dropped
+  Slot* s = nullptr;
   {
     std::lock_guard lock(mutex_);
-    Slot* s = slot(index_of(handle));
+    s = slot(index_of(handle));
     if (s == nullptr || s->generation.load() != generation_of(handle) || s->references == 0) {
       return;
     }
     if (--s->references != 0) return;
-    // New calls now fail their generation check; wait for the ones already running.
+    // New calls now fail their generation check, and acquire() sees no references. The
+    // slot is not on the free list yet, so nothing else touches it until it is put back.
     s->generation.fetch_add(1);
     s->live.store(nullptr);
-    while (s->in_flight.load() != 0) std::this_thread::yield();
-    dead = std::move(s->entry);
-    free_.push_back(static_cast<uint32_t>(index_of(handle)));
   }
+  // Wait for the calls already running without holding the mutex: a running call may
+  // need it (a native caller that takes another spec while it executes), and the other
+  // handles' acquire() and release() must not stall behind this one's calls.
+  while (s->in_flight.load() != 0) std::this_thread::yield();
+  const std::unique_ptr<Entry> dead = std::move(s->entry);  // freed once the lock is dropped
+  std::lock_guard lock(mutex_);
+  free_.push_back(static_cast<uint32_t>(index_of(handle)));
 }
 
 Registry::Use Registry::use(uint64_t handle) noexcept {

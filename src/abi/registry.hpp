@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vector>
 
-#include "cyxla/pjrt_c_api.h"
+#include "cyxla/element_type.h"
 #include "runtime/executable.hpp"
 
 namespace cyxla::abi {

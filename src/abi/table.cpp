@@ -1,4 +1,6 @@
-// The C API: argument checks, error codes and messages, and no exception across it.
+// The C API: argument checks, error codes and messages, and no exception across it:
+// every function of the table is noexcept, and those that can fail catch everything at
+// their boundary and turn it into a status and a message.
 #include "abi/table.hpp"
 
 #include <algorithm>
@@ -20,7 +22,8 @@ namespace {
 /// Records a failure in `error` (if given) without touching the heap; returns `status`.
 [[gnu::cold, gnu::format(printf, 3, 4)]] cyxla_Status fail(cyxla_Error* error,
                                                            cyxla_Status status,
-                                                           const char* format, ...) {
+                                                           const char* format,
+                                                           ...) noexcept {
   if (error != nullptr) {
     error->status = status;
     va_list args;
@@ -31,7 +34,7 @@ namespace {
   return status;
 }
 
-cyxla_Status succeed(cyxla_Error* error) {
+cyxla_Status succeed(cyxla_Error* error) noexcept {
   if (error != nullptr) {
     error->status = CYXLA_OK;
     error->message[0] = '\0';
@@ -52,7 +55,7 @@ cyxla_Status succeed(cyxla_Error* error) {
     return fail(error, status, "%s: %s", function, e.what());
   } catch (const std::bad_alloc&) {
     return fail(error, CYXLA_ERROR_INTERNAL, "%s: out of memory", function);
-    // GCOVR_EXCL_START: execute throws only cyxla::Error and std::bad_alloc; this arm only
+    // GCOVR_EXCL_START: the core throws only cyxla::Error and std::bad_alloc; this arm only
     // keeps any other exception from crossing the C ABI.
   } catch (...) {
     return fail(error, CYXLA_ERROR_INTERNAL, "%s: unexpected error", function);
@@ -60,7 +63,7 @@ cyxla_Status succeed(cyxla_Error* error) {
   // GCOVR_EXCL_STOP
 }
 
-void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) {
+void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) noexcept {
   // Only the fields within the caller's struct_size: an older caller has fewer.
   cyxla_ProgramSpec full{};
   full.struct_size = spec.struct_size;
@@ -78,7 +81,7 @@ void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) {
   std::memcpy(&spec, &full, std::min(spec.struct_size, sizeof(full)));
 }
 
-cyxla_Status get_spec(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* error) {
+cyxla_Status get_spec(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* error) noexcept {
   if (spec == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "get_spec: spec is NULL");
   if (spec->struct_size < offsetof(cyxla_ProgramSpec, output_bytes) + sizeof(spec->output_bytes)) {
     return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
@@ -97,15 +100,17 @@ cyxla_Status get_spec(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* err
   return succeed(error);
 }
 
-void release_spec(cyxla_ProgramSpec* spec) {
+void release_spec(cyxla_ProgramSpec* spec) noexcept {
   if (spec == nullptr) return;
   Registry::instance().release(spec->executable);
   spec->executable = 0;
 }
 
-cyxla_Status execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
-                     size_t num_inputs, void* const* outputs, size_t num_outputs,
-                     cyxla_Error* error) {
+/// execute's checks and call; may throw (std::bad_alloc from SmallArray past its inline
+/// capacity, cyxla::Error from the core), which execute() catches.
+cyxla_Status checked_execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                             size_t num_inputs, void* const* outputs, size_t num_outputs,
+                             cyxla_Error* error) {
   if (spec == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: spec is NULL");
   Registry::Use use = Registry::instance().use(spec->executable);
   const Entry* e = use.entry();
@@ -148,19 +153,30 @@ cyxla_Status execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
       return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: output %zu is NULL", j);
     }
   }
+  e->executable->execute({data.data(), n_in}, {outputs, n_out});
+  return succeed(error);
+}
+
+cyxla_Status execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                     size_t num_inputs, void* const* outputs, size_t num_outputs,
+                     cyxla_Error* error) noexcept {
   try {
-    e->executable->execute({data.data(), n_in}, {outputs, n_out});
+    return checked_execute(spec, inputs, num_inputs, outputs, num_outputs, error);
   } catch (...) {
     return fail_with_current_exception(error, "execute");
   }
-  return succeed(error);
 }
 
 static_assert(CYXLA_HOST_ALIGNMENT == kHostAlignment, "cyxla.h promises the core's alignment");
 
-void* aligned_memory(size_t nbytes) { return allocate_aligned(nbytes); }
+void* aligned_memory(size_t nbytes) noexcept { return allocate_aligned(nbytes); }
 
-void free_aligned(void* pointer) { std::free(pointer); }
+void free_aligned(void* pointer) noexcept { std::free(pointer); }
+
+// Nothing may unwind into a C caller: each entry of the table is noexcept.
+static_assert(noexcept(get_spec(0, nullptr, nullptr)) && noexcept(release_spec(nullptr)) &&
+              noexcept(execute(nullptr, nullptr, 0, nullptr, 0, nullptr)) &&
+              noexcept(aligned_memory(0)) && noexcept(free_aligned(nullptr)));
 
 constexpr cyxla_Api kTable = {
     sizeof(cyxla_Api), CYXLA_ABI_VERSION, CYXLA_ABI_OLDEST_COMPATIBLE, &get_spec, &release_spec,

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "pjrt/xla_ffi.hpp"
 
@@ -44,8 +45,13 @@ constexpr size_t kFirstLayoutSize =
     offsetof(RegisterArgsWithApiVersion, handler) + sizeof(void*);
 constexpr size_t kSecondLayoutSize =
     offsetof(RegisterArgsWithApiVersion, traits) + sizeof(PJRT_FFI_Handler_TraitsBits);
-constexpr size_t kTypedLayoutSize =
-    offsetof(PJRT_FFI_Register_Handler_Args, traits) + sizeof(PJRT_FFI_Handler_TraitsBits);
+constexpr size_t kTypedLayoutSize = PJRT_FFI_Register_Handler_Args_STRUCT_SIZE;
+
+/// make_args() sets the second layout's size: its plugins expect exactly that, and the
+/// first layout's plugins read a prefix of it.
+constexpr size_t cyxla_pjrt_struct_size(const RegisterArgsWithApiVersion*) noexcept {
+  return kSecondLayoutSize;
+}
 
 constexpr std::string_view kProbeTarget = "cyxla_ffi_version_probe";
 
@@ -97,21 +103,16 @@ std::string version_text(const FfiVersion& v) {
   return std::to_string(v.major) + "." + std::to_string(v.minor);
 }
 
-/// Takes and destroys a PJRT error, returning its message ("" for none).
-std::string take_message(const Plugin& plugin, PJRT_Error* error) {
-  if (error == nullptr) return {};
-  std::string message = error_message(plugin.api(), error);
-  auto destroy = make_args<PJRT_Error_Destroy_Args>();
-  destroy.error = error;
-  plugin.api()->PJRT_Error_Destroy(&destroy);
-  return message;
+/// The message of a PJRT error ("" for none).
+std::string message_of(const OwnedError& error) {
+  return error ? error_message(error.api(), error.get()) : std::string();
 }
 
 /// The size the plugin expects of PJRT_FFI_Register_Handler_Args, from its refusal of
 /// a call with struct_size 0 ("Unexpected ... size: expected N, got 0...").
 Layout detect_layout(const Plugin& plugin, PJRT_FFI_Register_Handler* register_handler) {
   PJRT_FFI_Register_Handler_Args empty{};
-  const std::string message = take_message(plugin, register_handler(&empty));
+  const std::string message = message_of(OwnedError(plugin.api(), register_handler(&empty)));
   constexpr std::string_view marker = "size: expected ";
   const size_t at = message.find(marker);
   size_t expected = 0;
@@ -136,7 +137,7 @@ Layout detect_layout(const Plugin& plugin, PJRT_FFI_Register_Handler* register_h
 void call_register(const Plugin& plugin, const PluginFfi& ffi, std::string_view name,
                    const void* handler, std::string_view platform, uint32_t traits) {
   const auto bits = static_cast<PJRT_FFI_Handler_TraitsBits>(traits);
-  PJRT_Error* error = nullptr;
+  OwnedError error;
   if (ffi.layout == Layout::Typed) {
     auto args = make_args<PJRT_FFI_Register_Handler_Args>();
     args.target_name = name.data();
@@ -145,7 +146,7 @@ void call_register(const Plugin& plugin, const PluginFfi& ffi, std::string_view 
     args.platform_name = platform.data();
     args.platform_name_size = platform.size();
     args.traits = bits;
-    error = ffi.register_handler(&args);
+    error = OwnedError(plugin.api(), ffi.register_handler(&args));
   } else {
     auto args = make_args<RegisterArgsWithApiVersion>();
     args.target_name = name.data();
@@ -155,9 +156,10 @@ void call_register(const Plugin& plugin, const PluginFfi& ffi, std::string_view 
     args.platform_name = platform.data();
     args.platform_name_size = platform.size();
     args.traits = bits;
-    error = ffi.register_handler(reinterpret_cast<PJRT_FFI_Register_Handler_Args*>(&args));
+    error = OwnedError(plugin.api(),
+                       ffi.register_handler(reinterpret_cast<PJRT_FFI_Register_Handler_Args*>(&args)));
   }
-  check(plugin.api(), error, "PJRT_FFI_Register_Handler");
+  check(std::move(error), "PJRT_FFI_Register_Handler");
 }
 
 /// The plugin's FFI, found and probed on first use. Called with `mutex` held.

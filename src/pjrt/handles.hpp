@@ -2,9 +2,10 @@
 // the plugin that made it, exactly once.
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
-#include "cyxla/pjrt_c_api.h"
+#include "pjrt/pjrt_c_api.h"
 
 namespace cyxla::pjrt {
 
@@ -29,17 +30,21 @@ class Handle {
   ~Handle() { reset(); }
 
   T* get() const noexcept { return object_; }
+  const PJRT_Api* api() const noexcept { return api_; }
   explicit operator bool() const noexcept { return object_ != nullptr; }
 
   void reset() noexcept {
     if (object_ == nullptr) return;
     Args args{};
-    args.struct_size = sizeof(Args);
+    args.struct_size = cyxla_pjrt_struct_size(&args);
     args.*Field = std::exchange(object_, nullptr);
-    // A failed destroy leaves nothing for us to free: drop its error.
-    if (PJRT_Error* error = (api_->*Destroy)(&args)) {
-      PJRT_Error_Destroy_Args destroy{sizeof(PJRT_Error_Destroy_Args), nullptr, error};
-      api_->PJRT_Error_Destroy(&destroy);
+    if constexpr (std::is_void_v<decltype((api_->*Destroy)(&args))>) {
+      (api_->*Destroy)(&args);
+    } else {
+      // A failed destroy leaves nothing for us to free: its error is dropped by its owner.
+      Handle<PJRT_Error, PJRT_Error_Destroy_Args, &PJRT_Api::PJRT_Error_Destroy,
+             &PJRT_Error_Destroy_Args::error>
+          dropped(api_, (api_->*Destroy)(&args));
     }
   }
 
@@ -48,6 +53,9 @@ class Handle {
   T* object_ = nullptr;
 };
 
+/// Owns a PJRT_Error from the moment a plugin function returns it.
+using OwnedError = Handle<PJRT_Error, PJRT_Error_Destroy_Args, &PJRT_Api::PJRT_Error_Destroy,
+                     &PJRT_Error_Destroy_Args::error>;
 using Client = Handle<PJRT_Client, PJRT_Client_Destroy_Args, &PJRT_Api::PJRT_Client_Destroy,
                       &PJRT_Client_Destroy_Args::client>;
 using LoadedExecutable =

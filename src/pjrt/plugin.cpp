@@ -14,7 +14,7 @@ std::vector<PJRT_NamedValue> to_pjrt(const std::vector<NamedValue>& values) {
   out.reserve(values.size());
   for (const NamedValue& v : values) {
     PJRT_NamedValue nv{};
-    nv.struct_size = sizeof(PJRT_NamedValue);
+    nv.struct_size = PJRT_NamedValue_STRUCT_SIZE;
     nv.name = v.name.c_str();
     nv.name_size = v.name.size();
     nv.value_size = 1;
@@ -51,24 +51,14 @@ std::string error_message(const PJRT_Api* api, const PJRT_Error* error) {
 int error_code(const PJRT_Api* api, const PJRT_Error* error) {
   auto args = make_args<PJRT_Error_GetCode_Args>();
   args.error = error;
-  PJRT_Error* failed = api->PJRT_Error_GetCode(&args);
-  if (failed != nullptr) {
-    auto destroy = make_args<PJRT_Error_Destroy_Args>();
-    destroy.error = failed;
-    api->PJRT_Error_Destroy(&destroy);
-    return PJRT_Error_Code_UNKNOWN;
-  }
-  return static_cast<int>(args.code);
+  const OwnedError failed(api, api->PJRT_Error_GetCode(&args));
+  return failed ? PJRT_Error_Code_UNKNOWN : static_cast<int>(args.code);
 }
 
-void check(const PJRT_Api* api, PJRT_Error* error, std::string_view function, ErrorKind kind) {
-  if (error == nullptr) return;
-  std::string message = std::string(function) + " failed: " + error_message(api, error);
-  int code = error_code(api, error);
-  auto destroy = make_args<PJRT_Error_Destroy_Args>();
-  destroy.error = error;
-  api->PJRT_Error_Destroy(&destroy);
-  throw Error(kind, message, code);
+void check(OwnedError error, std::string_view function, ErrorKind kind) {
+  if (!error) return;
+  std::string message = std::string(function) + " failed: " + error_message(error.api(), error.get());
+  throw Error(kind, message, error_code(error.api(), error.get()));
 }
 
 void missing_function(const Plugin& plugin, std::string_view function) {
@@ -78,10 +68,10 @@ void missing_function(const Plugin& plugin, std::string_view function) {
                   std::to_string(plugin.version().minor) + "); install a newer plugin");
 }
 
-PJRT_Error* invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
-                   std::string_view function, ErrorKind kind) {
+OwnedError invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
+             std::string_view function, ErrorKind kind) {
   try {
-    return thunk(api, args);
+    return OwnedError(api, thunk(api, args));
   } catch (const std::exception& e) {
     // A C++ plugin may let an exception escape its C functions (seen for an invalid
     // client option); report it like any other failure of the call.

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "cyxla/pjrt_c_api.h"
+#include "pjrt/handles.hpp"
+#include "pjrt/pjrt_c_api.h"
 
 namespace cyxla::pjrt {
 
@@ -35,9 +36,9 @@ struct NamedValue {
 /// Builds the PJRT view of `values`; it points into `values`, which must outlive it.
 std::vector<PJRT_NamedValue> to_pjrt(const std::vector<NamedValue>& values);
 
-/// Throws cyxla::Error for a non-null `error`, naming `function`; destroys `error`.
-void check(const PJRT_Api* api, PJRT_Error* error, std::string_view function,
-           ErrorKind kind = ErrorKind::Pjrt);
+/// Throws cyxla::Error for a non-null `error`, naming `function`; `error` is destroyed
+/// either way.
+void check(OwnedError error, std::string_view function, ErrorKind kind = ErrorKind::Pjrt);
 
 /// The message and code of `error`, which stays owned by the caller.
 std::string error_message(const PJRT_Api* api, const PJRT_Error* error);
@@ -82,9 +83,9 @@ class Plugin {
 /// Throws the PluginVersion error for a `function` missing from the plugin's table.
 [[noreturn, gnu::cold]] void missing_function(const Plugin& plugin, std::string_view function);
 
-/// Calls `thunk(api, args)` and returns its error; a C++ exception that escapes the plugin
-/// becomes cyxla::Error of `kind` naming `function`.
-PJRT_Error* invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
+/// Calls `thunk(api, args)` and returns its error, owned; a C++ exception that escapes the
+/// plugin becomes cyxla::Error of `kind` naming `function`.
+OwnedError invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
                    std::string_view function, ErrorKind kind);
 
 /// Calls `slot` of the plugin's table with `args`, after checking that the slot exists;
@@ -96,14 +97,15 @@ void call(const Plugin& plugin, Args& args, std::string_view function,
   constexpr auto thunk = [](const PJRT_Api* api, void* a) {
     return (api->*Slot)(static_cast<Args*>(a));
   };
-  check(plugin.api(), invoke(plugin.api(), thunk, &args, function, kind), function, kind);
+  check(invoke(plugin.api(), thunk, &args, function, kind), function, kind);
 }
 
-/// Zero-initialized PJRT argument struct with its struct_size set.
+/// Zero-initialized PJRT argument struct with its struct_size set (the header's
+/// Args_STRUCT_SIZE, found through cyxla_pjrt_struct_size).
 template <class Args>
 Args make_args() noexcept {
   Args args{};
-  args.struct_size = sizeof(Args);
+  args.struct_size = cyxla_pjrt_struct_size(&args);
   return args;
 }
 

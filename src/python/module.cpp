@@ -141,8 +141,10 @@ NB_MODULE(_core, m) {
       "plugin"_a, "name"_a, "handler"_a, "platform"_a, "traits"_a = 0,
       "Registers the XLA_FFI_Handler* `handler` as target `name` of XLA platform `platform`; "
       "returns the XLA FFI versions (handler, plugin).");
+  // A test hook (the custom-call tests check the probe with it); the underscore keeps it
+  // out of the generated stubs.
   m.def(
-      "ffi_version",
+      "_ffi_version",
       [ffi_version_tuple](const pjrt::Plugin& plugin) {  // GCOVR_EXCL_LINE
         return ffi_version_tuple(pjrt::ffi_version(plugin));
       },

@@ -3,25 +3,24 @@
 
 namespace cyxla {
 
+// The list's numbering is PJRT's: spot checks against values XLA's header fixed forever.
+static_assert(PJRT_Buffer_Type_INVALID == 0 && PJRT_Buffer_Type_PRED == 1 &&
+              PJRT_Buffer_Type_F32 == 11 && PJRT_Buffer_Type_C128 == 15 &&
+              PJRT_Buffer_Type_F4E2M1FN == 29 && PJRT_Buffer_Type_F6E3M2FN == 33);
+static_assert(element_size(PJRT_Buffer_Type_F32) == sizeof(float) &&
+              element_size(PJRT_Buffer_Type_F64) == sizeof(double) &&
+              element_size(PJRT_Buffer_Type_C128) == 2 * sizeof(double) &&
+              element_size(PJRT_Buffer_Type_TOKEN) == 0);
+
 std::string_view element_type_name(PJRT_Buffer_Type type) noexcept {
   switch (type) {
-    case PJRT_Buffer_Type_PRED: return "pred";
-    case PJRT_Buffer_Type_S8: return "s8";
-    case PJRT_Buffer_Type_S16: return "s16";
-    case PJRT_Buffer_Type_S32: return "s32";
-    case PJRT_Buffer_Type_S64: return "s64";
-    case PJRT_Buffer_Type_U8: return "u8";
-    case PJRT_Buffer_Type_U16: return "u16";
-    case PJRT_Buffer_Type_U32: return "u32";
-    case PJRT_Buffer_Type_U64: return "u64";
-    case PJRT_Buffer_Type_F16: return "f16";
-    case PJRT_Buffer_Type_F32: return "f32";
-    case PJRT_Buffer_Type_F64: return "f64";
-    case PJRT_Buffer_Type_BF16: return "bf16";
-    case PJRT_Buffer_Type_C64: return "c64";
-    case PJRT_Buffer_Type_C128: return "c128";
-    default: return "unsupported";
+#define CYXLA_NAME_CASE_(name, value, bytes, text) \
+  case PJRT_Buffer_Type_##name:                    \
+    return (bytes) != 0 ? (text) : "unsupported";
+    CYXLA_ELEMENT_TYPES(CYXLA_NAME_CASE_)
+#undef CYXLA_NAME_CASE_
   }
+  return "unsupported";
 }
 
 }  // namespace cyxla

@@ -50,7 +50,7 @@ void await(const pjrt::Plugin& plugin, PJRT_Event* event, std::string_view what)
   pjrt::Event owned(plugin.api(), event);
   auto args = pjrt::make_args<PJRT_Event_Await_Args>();
   args.event = event;
-  pjrt::check(plugin.api(), plugin.api()->PJRT_Event_Await(&args), what);
+  pjrt::check(pjrt::OwnedError(plugin.api(), plugin.api()->PJRT_Event_Await(&args)), what);
 }
 
 /// Aligned memory that grows to the largest size asked of it and is then reused.
@@ -138,7 +138,7 @@ void Executable::execute(std::span<const void* const> inputs,
     args.host_buffer_semantics = host ? PJRT_HostBufferSemantics_kImmutableZeroCopy
                                        : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
     args.device = runtime_->device();
-    pjrt::check(api, api->PJRT_Client_BufferFromHostBuffer(&args),
+    pjrt::check(pjrt::OwnedError(api, api->PJRT_Client_BufferFromHostBuffer(&args)),
                 "PJRT_Client_BufferFromHostBuffer");
     in[i] = pjrt::Buffer(api, args.buffer);
     in_raw[i] = args.buffer;
@@ -159,7 +159,8 @@ void Executable::execute(std::span<const void* const> inputs,
   args.num_args = n_in;
   args.output_lists = &output_list;
   args.device_complete_events = &complete;
-  pjrt::check(api, api->PJRT_LoadedExecutable_Execute(&args), "PJRT_LoadedExecutable_Execute");
+  pjrt::check(pjrt::OwnedError(api, api->PJRT_LoadedExecutable_Execute(&args)),
+              "PJRT_LoadedExecutable_Execute");
 
   SmallArray<pjrt::Buffer> out(n_out);
   for (size_t j = 0; j < n_out; ++j) out[j] = pjrt::Buffer(api, out_raw[j]);
@@ -172,7 +173,7 @@ void Executable::execute(std::span<const void* const> inputs,
       // would hand the copy to a worker thread and wake us when it is done.
       auto where = pjrt::make_args<PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args>();
       where.buffer = out_raw[j];
-      pjrt::check(api, api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&where),
+      pjrt::check(pjrt::OwnedError(api, api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&where)),
                   "PJRT_Buffer_OpaqueDeviceMemoryDataPointer");
       std::memcpy(outputs[j], where.device_memory_ptr, output_bytes_[j]);
       continue;
@@ -181,7 +182,8 @@ void Executable::execute(std::span<const void* const> inputs,
     copy.src = out_raw[j];
     copy.dst = outputs[j];
     copy.dst_size = output_bytes_[j];
-    pjrt::check(api, api->PJRT_Buffer_ToHostBuffer(&copy), "PJRT_Buffer_ToHostBuffer");
+    pjrt::check(pjrt::OwnedError(api, api->PJRT_Buffer_ToHostBuffer(&copy)),
+                "PJRT_Buffer_ToHostBuffer");
     await(plugin, copy.event, "copying an output to the host");
   }
 }

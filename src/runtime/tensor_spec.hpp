@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cyxla/pjrt_c_api.h"
+#include "cyxla/element_type.h"
 
 namespace cyxla {
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cyxla/pjrt_c_api.h"
+#include "pjrt/pjrt_c_api.h"
 #include "xla/ffi/api/c_api.h"
 
 #ifndef LAYOUT

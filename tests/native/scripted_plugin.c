@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cyxla/pjrt_c_api.h"
+#include "pjrt/pjrt_c_api.h"
 
 /* ------------------------------------------------------------------ the script */
 

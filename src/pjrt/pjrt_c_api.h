@@ -1,4 +1,7 @@
-/* The part of the PJRT C API that cyxla calls, declared by this project.
+/* The part of the PJRT C API that cyxla calls, declared by this project. Private: it is
+ * not installed, so that a downstream file may include XLA's own pjrt_c_api.h next to
+ * cyxla.h (the element types, the one piece the public headers need, live in
+ * cyxla/element_type.h and are included from there).
  *
  * Follows PJRT C API version 0.114 (XLA, 2026-09): struct layouts and the order of the
  * PJRT_Api function table match that version. Structs are only ever extended at the
@@ -9,12 +12,14 @@
  * Slots this project does not call keep their place in PJRT_Api with a placeholder
  * type (CYXLA_PJRT_UNUSED), so the offsets of the slots it does call stay right.
  */
-#ifndef CYXLA_PJRT_C_API_H_
-#define CYXLA_PJRT_C_API_H_
+#ifndef CYXLA_SRC_PJRT_PJRT_C_API_H_
+#define CYXLA_SRC_PJRT_PJRT_C_API_H_
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cyxla/element_type.h" /* PJRT_Buffer_Type */
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,6 +29,23 @@ extern "C" {
 #define CYXLA_PJRT_API_MINOR 114
 
 /* ------------------------------------------------------------------ basics */
+
+/* X_STRUCT_SIZE, the size a caller puts in `struct_size`: the bytes up to the end of the
+ * struct's last field, as XLA's header counts them (not sizeof, which adds tail padding
+ * that a plugin of the same version does not expect). C++ also gets
+ * cyxla_pjrt_struct_size(const X*), so that templates can find the size of their X. */
+#define CYXLA_PJRT_STRUCT_SIZE_OF(type, last_field) \
+  (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
+#ifdef __cplusplus
+#define CYXLA_PJRT_STRUCT_SIZE(type, last_field)                                        \
+  enum { type##_STRUCT_SIZE = CYXLA_PJRT_STRUCT_SIZE_OF(type, last_field) };            \
+  extern "C++" constexpr size_t cyxla_pjrt_struct_size(const type*) noexcept {          \
+    return type##_STRUCT_SIZE;                                                         \
+  }
+#else
+#define CYXLA_PJRT_STRUCT_SIZE(type, last_field) \
+  enum { type##_STRUCT_SIZE = CYXLA_PJRT_STRUCT_SIZE_OF(type, last_field) };
+#endif
 
 typedef enum {
   PJRT_Extension_Type_Gpu_Custom_Call = 0,
@@ -59,6 +81,7 @@ typedef struct PJRT_Extension_Base {
   PJRT_Extension_Type type;
   struct PJRT_Extension_Base* next;
 } PJRT_Extension_Base;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Extension_Base, next)
 
 typedef struct PJRT_Api_Version {
   size_t struct_size;
@@ -66,6 +89,7 @@ typedef struct PJRT_Api_Version {
   int major_version;  /* out */
   int minor_version;  /* out */
 } PJRT_Api_Version;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Api_Version, minor_version)
 
 typedef struct PJRT_Error PJRT_Error;
 typedef struct PJRT_Event PJRT_Event;
@@ -79,43 +103,6 @@ typedef struct PJRT_Buffer PJRT_Buffer;
 typedef struct PJRT_SerializedExecutable PJRT_SerializedExecutable;
 typedef struct PJRT_ExecuteContext PJRT_ExecuteContext;
 
-/* Element types of buffers, in the plugin's numbering. */
-typedef enum {
-  PJRT_Buffer_Type_INVALID,
-  PJRT_Buffer_Type_PRED,
-  PJRT_Buffer_Type_S8,
-  PJRT_Buffer_Type_S16,
-  PJRT_Buffer_Type_S32,
-  PJRT_Buffer_Type_S64,
-  PJRT_Buffer_Type_U8,
-  PJRT_Buffer_Type_U16,
-  PJRT_Buffer_Type_U32,
-  PJRT_Buffer_Type_U64,
-  PJRT_Buffer_Type_F16,
-  PJRT_Buffer_Type_F32,
-  PJRT_Buffer_Type_F64,
-  PJRT_Buffer_Type_BF16,
-  PJRT_Buffer_Type_C64,
-  PJRT_Buffer_Type_C128,
-  PJRT_Buffer_Type_F8E5M2,
-  PJRT_Buffer_Type_F8E4M3FN,
-  PJRT_Buffer_Type_F8E4M3B11FNUZ,
-  PJRT_Buffer_Type_F8E5M2FNUZ,
-  PJRT_Buffer_Type_F8E4M3FNUZ,
-  PJRT_Buffer_Type_S4,
-  PJRT_Buffer_Type_U4,
-  PJRT_Buffer_Type_TOKEN,
-  PJRT_Buffer_Type_S2,
-  PJRT_Buffer_Type_U2,
-  PJRT_Buffer_Type_F8E4M3,
-  PJRT_Buffer_Type_F8E3M4,
-  PJRT_Buffer_Type_F8E8M0FNU,
-  PJRT_Buffer_Type_F4E2M1FN,
-  PJRT_Buffer_Type_S1,
-  PJRT_Buffer_Type_U1,
-  PJRT_Buffer_Type_F6E2M3FN,
-  PJRT_Buffer_Type_F6E3M2FN,
-} PJRT_Buffer_Type;
 
 typedef enum {
   PJRT_Error_Code_CANCELLED = 1,
@@ -159,6 +146,7 @@ typedef struct PJRT_NamedValue {
   };
   size_t value_size; /* elements of a list or string, 1 for a scalar */
 } PJRT_NamedValue;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_NamedValue, value_size)
 
 typedef enum {
   PJRT_HostBufferSemantics_kImmutableOnlyDuringCall,
@@ -174,6 +162,7 @@ typedef struct PJRT_Error_Destroy_Args {
   PJRT_Extension_Base* extension_start;
   PJRT_Error* error;
 } PJRT_Error_Destroy_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Error_Destroy_Args, error)
 
 typedef struct PJRT_Error_Message_Args {
   size_t struct_size;
@@ -182,6 +171,7 @@ typedef struct PJRT_Error_Message_Args {
   const char* message;  /* out, lives as long as `error` */
   size_t message_size;  /* out */
 } PJRT_Error_Message_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Error_Message_Args, message_size)
 
 typedef struct PJRT_Error_GetCode_Args {
   size_t struct_size;
@@ -189,11 +179,13 @@ typedef struct PJRT_Error_GetCode_Args {
   const PJRT_Error* error;
   PJRT_Error_Code code;  /* out */
 } PJRT_Error_GetCode_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Error_GetCode_Args, code)
 
 typedef struct PJRT_Plugin_Initialize_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
 } PJRT_Plugin_Initialize_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Plugin_Initialize_Args, extension_start)
 
 typedef struct PJRT_Plugin_Attributes_Args {
   size_t struct_size;
@@ -201,18 +193,21 @@ typedef struct PJRT_Plugin_Attributes_Args {
   const PJRT_NamedValue* attributes;  /* out, lives as long as the process */
   size_t num_attributes;              /* out */
 } PJRT_Plugin_Attributes_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Plugin_Attributes_Args, num_attributes)
 
 typedef struct PJRT_Event_Destroy_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   PJRT_Event* event;
 } PJRT_Event_Destroy_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Event_Destroy_Args, event)
 
 typedef struct PJRT_Event_Await_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   PJRT_Event* event;
 } PJRT_Event_Await_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Event_Await_Args, event)
 
 typedef struct PJRT_Client_Create_Args {
   size_t struct_size;
@@ -227,12 +222,14 @@ typedef struct PJRT_Client_Create_Args {
   void* kv_try_get_callback;
   void* kv_try_get_user_arg;
 } PJRT_Client_Create_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Client_Create_Args, kv_try_get_user_arg)
 
 typedef struct PJRT_Client_Destroy_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   PJRT_Client* client;
 } PJRT_Client_Destroy_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Client_Destroy_Args, client)
 
 typedef struct PJRT_Client_PlatformName_Args {
   size_t struct_size;
@@ -241,6 +238,7 @@ typedef struct PJRT_Client_PlatformName_Args {
   const char* platform_name;  /* out, owned by the client */
   size_t platform_name_size;  /* out */
 } PJRT_Client_PlatformName_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Client_PlatformName_Args, platform_name_size)
 
 typedef struct PJRT_Client_PlatformVersion_Args {
   size_t struct_size;
@@ -249,6 +247,7 @@ typedef struct PJRT_Client_PlatformVersion_Args {
   const char* platform_version;  /* out, owned by the client */
   size_t platform_version_size;  /* out */
 } PJRT_Client_PlatformVersion_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Client_PlatformVersion_Args, platform_version_size)
 
 typedef struct PJRT_Client_AddressableDevices_Args {
   size_t struct_size;
@@ -257,6 +256,7 @@ typedef struct PJRT_Client_AddressableDevices_Args {
   PJRT_Device* const* addressable_devices;  /* out, owned by the client */
   size_t num_addressable_devices;           /* out */
 } PJRT_Client_AddressableDevices_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Client_AddressableDevices_Args, num_addressable_devices)
 
 typedef struct PJRT_Program {
   size_t struct_size;
@@ -266,6 +266,7 @@ typedef struct PJRT_Program {
   const char* format;  /* "mlir" for StableHLO bytecode or text */
   size_t format_size;
 } PJRT_Program;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Program, format_size)
 
 typedef struct PJRT_Client_Compile_Args {
   size_t struct_size;
@@ -276,6 +277,7 @@ typedef struct PJRT_Client_Compile_Args {
   size_t compile_options_size;
   PJRT_LoadedExecutable* executable;  /* out */
 } PJRT_Client_Compile_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Client_Compile_Args, executable)
 
 typedef struct PJRT_Buffer_MemoryLayout PJRT_Buffer_MemoryLayout;
 
@@ -296,6 +298,7 @@ typedef struct PJRT_Client_BufferFromHostBuffer_Args {
   PJRT_Event* done_with_host_buffer;       /* out, the caller destroys it */
   PJRT_Buffer* buffer;                     /* out */
 } PJRT_Client_BufferFromHostBuffer_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Client_BufferFromHostBuffer_Args, buffer)
 
 typedef struct PJRT_Device_GetDescription_Args {
   size_t struct_size;
@@ -303,6 +306,7 @@ typedef struct PJRT_Device_GetDescription_Args {
   PJRT_Device* device;
   PJRT_DeviceDescription* device_description;  /* out */
 } PJRT_Device_GetDescription_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Device_GetDescription_Args, device_description)
 
 typedef struct PJRT_DeviceDescription_Kind_Args {
   size_t struct_size;
@@ -311,12 +315,14 @@ typedef struct PJRT_DeviceDescription_Kind_Args {
   const char* device_kind;  /* out */
   size_t device_kind_size;  /* out */
 } PJRT_DeviceDescription_Kind_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_DeviceDescription_Kind_Args, device_kind_size)
 
 typedef struct PJRT_Executable_Destroy_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   PJRT_Executable* executable;
 } PJRT_Executable_Destroy_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_Destroy_Args, executable)
 
 typedef struct PJRT_Executable_NumOutputs_Args {
   size_t struct_size;
@@ -324,6 +330,7 @@ typedef struct PJRT_Executable_NumOutputs_Args {
   PJRT_Executable* executable;
   size_t num_outputs;  /* out */
 } PJRT_Executable_NumOutputs_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_NumOutputs_Args, num_outputs)
 
 typedef struct PJRT_Executable_Serialize_Args {
   size_t struct_size;
@@ -334,6 +341,7 @@ typedef struct PJRT_Executable_Serialize_Args {
   PJRT_SerializedExecutable* serialized_executable;   /* out */
   void (*serialized_executable_deleter)(PJRT_SerializedExecutable*); /* out */
 } PJRT_Executable_Serialize_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_Serialize_Args, serialized_executable_deleter)
 
 typedef struct PJRT_Executable_OutputElementTypes_Args {
   size_t struct_size;
@@ -342,6 +350,7 @@ typedef struct PJRT_Executable_OutputElementTypes_Args {
   const PJRT_Buffer_Type* output_types;  /* out, owned by the executable */
   size_t num_output_types;               /* out */
 } PJRT_Executable_OutputElementTypes_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_OutputElementTypes_Args, num_output_types)
 
 typedef struct PJRT_Executable_OutputDimensions_Args {
   size_t struct_size;
@@ -351,6 +360,7 @@ typedef struct PJRT_Executable_OutputDimensions_Args {
   const int64_t* dims;      /* out, all outputs' dimensions, concatenated */
   const size_t* dim_sizes;  /* out, the rank of each output */
 } PJRT_Executable_OutputDimensions_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_OutputDimensions_Args, dim_sizes)
 
 typedef struct PJRT_Executable_Fingerprint_Args {
   size_t struct_size;
@@ -359,12 +369,14 @@ typedef struct PJRT_Executable_Fingerprint_Args {
   const char* executable_fingerprint;  /* out, owned by the executable */
   size_t executable_fingerprint_size;  /* out */
 } PJRT_Executable_Fingerprint_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_Fingerprint_Args, executable_fingerprint_size)
 
 typedef struct PJRT_LoadedExecutable_Destroy_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   PJRT_LoadedExecutable* executable;
 } PJRT_LoadedExecutable_Destroy_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Destroy_Args, executable)
 
 typedef struct PJRT_LoadedExecutable_GetExecutable_Args {
   size_t struct_size;
@@ -372,6 +384,7 @@ typedef struct PJRT_LoadedExecutable_GetExecutable_Args {
   PJRT_LoadedExecutable* loaded_executable;
   PJRT_Executable* executable;  /* out, the caller destroys it */
 } PJRT_LoadedExecutable_GetExecutable_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_GetExecutable_Args, executable)
 
 typedef struct PJRT_ExecuteOptions {
   size_t struct_size;
@@ -393,6 +406,7 @@ typedef struct PJRT_ExecuteOptions {
   void* hlo_output_callbacks;
   size_t num_hlo_output_callbacks;
 } PJRT_ExecuteOptions;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, num_hlo_output_callbacks)
 
 typedef struct PJRT_LoadedExecutable_Execute_Args {
   size_t struct_size;
@@ -406,6 +420,7 @@ typedef struct PJRT_LoadedExecutable_Execute_Args {
   PJRT_Event** device_complete_events;        /* [num_devices], filled; may be null */
   PJRT_Device* execute_device;                /* null: the compiled device assignment */
 } PJRT_LoadedExecutable_Execute_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Execute_Args, execute_device)
 
 typedef struct PJRT_Executable_DeserializeAndLoad_Args {
   size_t struct_size;
@@ -418,12 +433,14 @@ typedef struct PJRT_Executable_DeserializeAndLoad_Args {
   size_t overridden_serialized_compile_options_size;
   void* load_options;
 } PJRT_Executable_DeserializeAndLoad_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args, load_options)
 
 typedef struct PJRT_Buffer_Destroy_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   PJRT_Buffer* buffer;
 } PJRT_Buffer_Destroy_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Buffer_Destroy_Args, buffer)
 
 typedef struct PJRT_Buffer_ElementType_Args {
   size_t struct_size;
@@ -431,6 +448,7 @@ typedef struct PJRT_Buffer_ElementType_Args {
   PJRT_Buffer* buffer;
   PJRT_Buffer_Type type;  /* out */
 } PJRT_Buffer_ElementType_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Buffer_ElementType_Args, type)
 
 typedef struct PJRT_Buffer_Dimensions_Args {
   size_t struct_size;
@@ -439,6 +457,7 @@ typedef struct PJRT_Buffer_Dimensions_Args {
   const int64_t* dims;  /* out, owned by the buffer */
   size_t num_dims;      /* out */
 } PJRT_Buffer_Dimensions_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Buffer_Dimensions_Args, num_dims)
 
 typedef struct PJRT_Buffer_ToHostBuffer_Args {
   size_t struct_size;
@@ -449,6 +468,7 @@ typedef struct PJRT_Buffer_ToHostBuffer_Args {
   size_t dst_size;  /* in/out */
   PJRT_Event* event;  /* out, the caller destroys it */
 } PJRT_Buffer_ToHostBuffer_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Buffer_ToHostBuffer_Args, event)
 
 typedef struct PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args {
   size_t struct_size;
@@ -456,6 +476,7 @@ typedef struct PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args {
   PJRT_Buffer* buffer;
   void* device_memory_ptr;  /* out, valid while the buffer lives and is not donated */
 } PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args, device_memory_ptr)
 
 /* ------------------------------------------------------------ functions */
 
@@ -775,6 +796,7 @@ typedef struct PJRT_FFI_Register_Handler_Args {
   size_t platform_name_size;
   PJRT_FFI_Handler_TraitsBits traits;
 } PJRT_FFI_Register_Handler_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_FFI_Register_Handler_Args, traits)
 
 typedef PJRT_Error* PJRT_FFI_Register_Handler(PJRT_FFI_Register_Handler_Args* args);
 
@@ -789,4 +811,4 @@ typedef struct PJRT_FFI_Extension {
 }
 #endif
 
-#endif /* CYXLA_PJRT_C_API_H_ */
+#endif /* CYXLA_SRC_PJRT_PJRT_C_API_H_ */
