@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -171,6 +172,11 @@ def test_element_types_follow_the_pjrt_numbering() -> None:
     assert len(cx.ElementType) == len(DTYPES)
     for member in cx.ElementType:
         assert listed[member.name][0] == member.value, member
+    # Cython's declarations (cimport cyxla._pjrt) name the same types, from that header.
+    pxd = (Path(cx.__file__).resolve().parent / "_pjrt.pxd").read_text()
+    assert 'cdef extern from "cyxla/element_type.h"' in pxd
+    declared = re.findall(r"^\s+PJRT_Buffer_Type_(\w+)$", pxd, re.M)
+    assert declared == [n for n, (_, size, _) in listed.items() if size or n == "INVALID"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=ids)
