@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import jax
@@ -249,6 +251,52 @@ def test_aligned_memory() -> None:
 
 
 # ---------------------------------------------------------------------- threads
+
+
+def slow(x: jax.Array) -> jax.Array:
+    """Long enough (about a second) for other threads to act while it runs."""
+    return jax.lax.fori_loop(0, 600_000, lambda i, v: jnp.sin(v) + 1e-3, x)
+
+
+def test_a_release_waiting_for_calls_blocks_no_other_handle(
+    executable: cyxla.Executable,
+) -> None:
+    """The last release of a handle waits for the calls in flight on it, and meanwhile
+    other threads take and drop specs of other handles without waiting for those calls."""
+    program = cyxla.lower(slow, [jax.ShapeDtypeStruct((1024,), jnp.float32)])
+    long_running = cyxla.compile_program(program)[0]
+    _, spec, _ = get_spec(long_running.handle)
+    running = ProgramSpec.from_buffer_copy(spec)  # a copy, used while `spec` is released
+    del long_running
+    gc.collect()  # `spec` now holds the last reference
+    x, y = np.zeros(1024, np.float32), np.zeros(1024, np.float32)
+    done: dict[str, float] = {}
+
+    def run() -> None:
+        assert execute(running, [as_input(x)], [y.ctypes.data]).status == OK
+        done["execute"] = time.monotonic()
+
+    def release() -> None:
+        table().release_spec(ctypes.byref(spec))
+        done["release"] = time.monotonic()
+
+    caller = threading.Thread(target=run)
+    caller.start()
+    time.sleep(0.2)  # the call is in flight
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    time.sleep(0.1)  # the release is waiting for the call
+    status, other, _ = get_spec(executable.handle)  # must not wait for the call
+    done["other"] = time.monotonic()
+    assert status == OK
+    table().release_spec(ctypes.byref(other))
+    caller.join()
+    releaser.join()
+    # The call runs for about a second after `other` was served, and the release waited
+    # for it. (Held under the registry's lock, that wait kept `other` waiting too.)
+    assert done["execute"] - done["other"] > 0.5, done
+    assert done["release"] - done["other"] > 0.5, done
+    assert get_spec(spec.executable or running.executable)[0] == RELEASED
 
 
 def test_eight_threads_ten_thousand_calls_each(executable: cyxla.Executable) -> None:
