@@ -162,7 +162,8 @@ std::vector<double> raw_pjrt_run(uintptr_t api_address, uintptr_t client_address
       b.device = device;
       api->PJRT_Client_BufferFromHostBuffer(&b);
       if (b.done_with_host_buffer != nullptr) {
-        PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr, b.done_with_host_buffer};
+        PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr,
+                                  b.done_with_host_buffer};
         api->PJRT_Event_Destroy(&d);
       }
       args[i] = b.buffer;
@@ -192,7 +193,9 @@ std::vector<double> raw_pjrt_run(uintptr_t api_address, uintptr_t client_address
     }
     lap(2);
     for (size_t j = 0; j < results.size(); ++j) {
-      PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, nullptr, results[j], nullptr};
+      PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{
+          PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, nullptr, results[j],
+          nullptr};
       api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&p);
       std::memcpy(out[j].data(), p.device_memory_ptr, out[j].nbytes());
     }

@@ -156,8 +156,8 @@ void call_register(const Plugin& plugin, const PluginFfi& ffi, std::string_view 
     args.platform_name = platform.data();
     args.platform_name_size = platform.size();
     args.traits = bits;
-    error = OwnedError(plugin.api(),
-                       ffi.register_handler(reinterpret_cast<PJRT_FFI_Register_Handler_Args*>(&args)));
+    auto* as_typed = reinterpret_cast<PJRT_FFI_Register_Handler_Args*>(&args);
+    error = OwnedError(plugin.api(), ffi.register_handler(as_typed));
   }
   check(std::move(error), "PJRT_FFI_Register_Handler");
 }

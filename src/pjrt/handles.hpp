@@ -55,7 +55,7 @@ class Handle {
 
 /// Owns a PJRT_Error from the moment a plugin function returns it.
 using OwnedError = Handle<PJRT_Error, PJRT_Error_Destroy_Args, &PJRT_Api::PJRT_Error_Destroy,
-                     &PJRT_Error_Destroy_Args::error>;
+                          &PJRT_Error_Destroy_Args::error>;
 using Client = Handle<PJRT_Client, PJRT_Client_Destroy_Args, &PJRT_Api::PJRT_Client_Destroy,
                       &PJRT_Client_Destroy_Args::client>;
 using LoadedExecutable =

@@ -57,8 +57,9 @@ int error_code(const PJRT_Api* api, const PJRT_Error* error) {
 
 void check(OwnedError error, std::string_view function, ErrorKind kind) {
   if (!error) return;
-  std::string message = std::string(function) + " failed: " + error_message(error.api(), error.get());
-  throw Error(kind, message, error_code(error.api(), error.get()));
+  const PJRT_Api* api = error.api();
+  std::string message = std::string(function) + " failed: " + error_message(api, error.get());
+  throw Error(kind, message, error_code(api, error.get()));
 }
 
 void missing_function(const Plugin& plugin, std::string_view function) {
@@ -68,8 +69,8 @@ void missing_function(const Plugin& plugin, std::string_view function) {
                   std::to_string(plugin.version().minor) + "); install a newer plugin");
 }
 
-OwnedError invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
-             std::string_view function, ErrorKind kind) {
+OwnedError invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*),
+                  void* args, std::string_view function, ErrorKind kind) {
   try {
     return OwnedError(api, thunk(api, args));
   } catch (const std::exception& e) {

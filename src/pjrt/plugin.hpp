@@ -85,8 +85,8 @@ class Plugin {
 
 /// Calls `thunk(api, args)` and returns its error, owned; a C++ exception that escapes the
 /// plugin becomes cyxla::Error of `kind` naming `function`.
-OwnedError invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*), void* args,
-                   std::string_view function, ErrorKind kind);
+OwnedError invoke(const PJRT_Api* api, PJRT_Error* (*thunk)(const PJRT_Api*, void*),
+                  void* args, std::string_view function, ErrorKind kind);
 
 /// Calls `slot` of the plugin's table with `args`, after checking that the slot exists;
 /// a PJRT error becomes cyxla::Error of `kind` naming the function.
