@@ -310,3 +310,12 @@ def test_bench_prints_a_table_without_json(
     assert "\ntiny\n" in out and "median/call" in out
     assert "the floor's steps, us per call: buffers_in" in out
     assert not out.lstrip().startswith("{")  # a table, not JSON
+
+
+def test_the_version_is_written_once() -> None:
+    """pyproject.toml reads the version from cyxla/_version.py: metadata and cyxla agree."""
+    from importlib import metadata
+
+    assert metadata.version("cyxla") == cx.__version__
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and "\nversion =" not in pyproject

@@ -6,8 +6,8 @@ The rest of the package imports this module, so that a rename in jaxlib is one e
 
 from __future__ import annotations
 
-# `ir.Module.parse` and a context with JAX's dialects (`mlir.make_ir_context`): to print
-# a lowered module again without its source locations.
+# `mlir.make_ir_context`: an MLIR context with JAX's dialects, in which a lowered module
+# is parsed again to print it without its source locations.
 from jax._src.interpreters import mlir
 
 # `_jax.mlir.serialize_portable_artifact`: StableHLO text to a portable artifact at a
@@ -17,7 +17,7 @@ from jax._src.interpreters import mlir
 # the FFI registrations that JAX holds, which cyxla mirrors to its plugin.
 from jax._src.lib import _jax, xla_client
 
-# `ir.Module`: the parsed module that `mlir.make_ir_context` above reads.
+# `ir.Module.parse`: that parse.
 from jax._src.lib.mlir import ir
 
 # `hlo.get_current_version`: the StableHLO version this jaxlib writes.
