@@ -26,8 +26,10 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _cache, _cache_keys, _plugins
+from cyxla import _backend, _plugins
 from cyxla.__main__ import main as cli
+from cyxla._cache import keys as cache_keys
+from cyxla._cache import store
 
 from conftest import run_cyxla, run_python
 
@@ -41,14 +43,14 @@ import json, os, time
 import numpy as np
 import jax, jax.numpy as jnp
 import cyxla as cx
-from cyxla import _cache
+from cyxla._cache import store
 
 def affine(x, w):
     return jnp.tanh(x @ w) + 1.0
 
 barrier = os.environ.get("BARRIER")
 if barrier:
-    original = _cache.write
+    original = store.write
 
     def write(*args, **kwargs):
         open(os.path.join(barrier, f"at-write-{os.getpid()}"), "w").close()
@@ -58,7 +60,7 @@ if barrier:
             time.sleep(0.002)
         return original(*args, **kwargs)
 
-    _cache.write = write
+    store.write = write
 
 f32 = jnp.float32
 program = cx.lower(affine, [jax.ShapeDtypeStruct((4, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
@@ -110,7 +112,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty cache directory of this test's own (not created yet)."""
     directory = tmp_path / "cache"
     monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, str(directory))
-    monkeypatch.delenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, raising=False)
     return directory
 
 
@@ -133,24 +135,24 @@ class _SpyRuntime:
 def spy(monkeypatch: pytest.MonkeyPatch) -> _SpyRuntime:
     loaded = cx.initialize()
     recorder = _SpyRuntime(loaded.runtime)
-    monkeypatch.setattr(_plugins, "_loaded", dataclasses.replace(loaded, runtime=recorder))
+    monkeypatch.setattr(_backend, "_loaded", dataclasses.replace(loaded, runtime=recorder))
     return recorder
 
 
 def _payload(path: Path) -> bytes:
     data = path.read_bytes()
-    _, _, length, _ = _cache._PREFIX.unpack_from(data)
-    return data[_cache._PREFIX.size + length :]
+    _, _, length, _ = store._PREFIX.unpack_from(data)
+    return data[store._PREFIX.size + length :]
 
 
 def _rewrite_header(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     """Rewrites an entry's header with a valid checksum: a well-formed foreign entry."""
     data = path.read_bytes()
-    _, _, length, _ = _cache._PREFIX.unpack_from(data)
-    header = json.loads(data[_cache._PREFIX.size : _cache._PREFIX.size + length])
-    payload = data[_cache._PREFIX.size + length :]
+    _, _, length, _ = store._PREFIX.unpack_from(data)
+    header = json.loads(data[store._PREFIX.size : store._PREFIX.size + length])
+    payload = data[store._PREFIX.size + length :]
     change(header)
-    path.write_bytes(_cache._encode(header, payload))
+    path.write_bytes(store._encode(header, payload))
 
 
 # ------------------------------------------------------------------ directory
@@ -276,12 +278,12 @@ def test_writers_and_readers_in_threads_see_whole_entries(cache: Path) -> None:
 
     def writer(payload: bytes) -> None:
         for _ in range(15):
-            _cache.write("programs", "contended", {}, payload)
+            store.write("programs", "contended", {}, payload)
 
     def reader() -> None:
         while not stop.is_set():
             try:
-                entry = _cache.read("programs", "contended")
+                entry = store.read("programs", "contended")
             except Exception as error:
                 failures.append(error)
                 return
@@ -317,11 +319,11 @@ def _flip(position: int) -> Callable[[bytes], bytes]:
 _DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "empty": (lambda d: b"", "truncated (0 bytes"),
     "truncated in the prefix": (lambda d: d[:30], "truncated (30 bytes"),
-    "truncated in the header": (lambda d: d[: _cache._PREFIX.size + 10], "header is incomplete"),
+    "truncated in the header": (lambda d: d[: store._PREFIX.size + 10], "header is incomplete"),
     "truncated to half": (lambda d: d[: len(d) // 2], "corrupted or truncated"),
     "missing its last byte": (lambda d: d[:-1], "corrupted or truncated"),
     "bit flipped in the payload": (_flip(-100), "corrupted or truncated"),
-    "bit flipped in the header": (_flip(_cache._PREFIX.size + 3), "corrupted or truncated"),
+    "bit flipped in the header": (_flip(store._PREFIX.size + 3), "corrupted or truncated"),
     "bit flipped in the checksum": (_flip(20), "corrupted or truncated"),
     "bit flipped in the magic": (_flip(1), "not a cyxla cache entry"),
     "another format version": (
@@ -449,7 +451,7 @@ def test_cache_owned_by_another_user_is_refused(
     program = _program()
     cx.compile_program(program)
     # Seen from another user's process, the cache belongs to someone else.
-    monkeypatch.setattr(_cache, "_user", lambda: os.geteuid() + 1)
+    monkeypatch.setattr(store, "_user", lambda: os.geteuid() + 1)
     with pytest.warns(UserWarning, match="is owned by user"):
         executable, stats = cx.compile_program(program)
     _check(executable)
@@ -474,30 +476,30 @@ def test_symbolic_link_entry_is_refused(cache: Path, spy: _SpyRuntime, tmp_path:
 
 
 def test_max_bytes_parses_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
-    variable = _cache.MAX_BYTES_ENVIRONMENT_VARIABLE
+    variable = store.MAX_BYTES_ENVIRONMENT_VARIABLE
     monkeypatch.delenv(variable, raising=False)
-    assert _cache.max_bytes() == 1 << 30
+    assert store.max_bytes() == 1 << 30
     for text, value in [("1000", 1000), ("512K", 512 << 10), ("3m", 3 << 20), ("2G", 2 << 30)]:
         monkeypatch.setenv(variable, text)
-        assert _cache.max_bytes() == value
+        assert store.max_bytes() == value
     monkeypatch.setenv(variable, "lots")
     with pytest.warns(UserWarning, match="is not a size"):
-        assert _cache.max_bytes() == 1 << 30
+        assert store.max_bytes() == 1 << 30
 
 
 def test_eviction_removes_the_least_recently_used(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     payload = b"x" * 10_000
-    paths = {name: _cache.write("programs", name, {}, payload) for name in "abc"}
+    paths = {name: store.write("programs", name, {}, payload) for name in "abc"}
     size = paths["a"].stat().st_size
-    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, str(3 * size + size // 2))
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(3 * size + size // 2))
     now = time.time()
     for age, name in [(300, "a"), (200, "b"), (100, "c")]:
         os.utime(paths[name], (now - age, now - age))
-    assert _cache.read("programs", "a") is not None  # a use makes "a" the newest
-    _cache.write("programs", "d", {}, payload)
-    assert {name: _cache.read("programs", name) is not None for name in "abcd"} == {
+    assert store.read("programs", "a") is not None  # a use makes "a" the newest
+    store.write("programs", "d", {}, payload)
+    assert {name: store.read("programs", name) is not None for name in "abcd"} == {
         "a": True,
         "b": False,
         "c": True,
@@ -511,7 +513,7 @@ def test_compiled_entries_stay_within_the_bound(
     cx.compile_program(_program(2.0))
     (entry,) = _entries(cache)
     bound = entry.stat().st_size * 3 // 2  # room for one executable, not two
-    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, str(bound))
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(bound))
     cx.compile_program(_program(3.0))
     assert len(_entries(cache)) == 1 and not entry.exists()
     _, stats = cx.compile_program(_program(2.0))
@@ -522,7 +524,7 @@ def test_compiled_entries_stay_within_the_bound(
 def test_entry_larger_than_the_bound_is_reported(
     cache: Path, spy: _SpyRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, "100")
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, "100")
     executable, stats = cx.compile_program(_program())
     _check(executable)
     assert stats.cache_error is not None and "larger than the cache's size bound" in (
@@ -552,7 +554,7 @@ def test_executable_key_changes_when_any_part_changes() -> None:
             zip(("program", "options", "identity", "client", "version"), base, strict=True)
         )
         parts.update(changes)
-        return _cache_keys.executable_key(*parts.values())
+        return cache_keys.executable_key(*parts.values())
 
     keys = [key()]
     keys.append(key(program=dataclasses.replace(program, stablehlo=program.stablehlo + b" ")))
@@ -590,16 +592,16 @@ def test_cache_key_changes_when_any_part_changes(
     jax.config.update("jax_enable_x64", True)
     assert len(set(keys)) == len(keys)
 
-    real = _cache_keys._distribution_version
+    real = cache_keys._distribution_version
     for name in ("jax", "jaxlib", "numpy"):
         monkeypatch.setattr(
-            _cache_keys,
+            cache_keys,
             "_distribution_version",
             lambda d, name=name: "9.9" if d == name else real(d),
         )
         keys.append(cx.cache_key("model", _spec(4, 8), {"layers": 3}, distributions=["numpy"]))
-    monkeypatch.setattr(_cache_keys, "_distribution_version", real)
-    monkeypatch.setattr(_cache_keys, "cyxla_version", lambda: "9.9")
+    monkeypatch.setattr(cache_keys, "_distribution_version", real)
+    monkeypatch.setattr(cache_keys, "cyxla_version", lambda: "9.9")
     keys.append(cx.cache_key("model", _spec(4, 8), {"layers": 3}))
     assert len(set(keys)) == len(keys)
 
@@ -731,7 +733,7 @@ def test_damaged_lowered_entry_gives_none_and_is_replaced(cache: Path) -> None:
 def test_lowered_entry_under_another_key_gives_none(cache: Path) -> None:
     cx.store_lowered("one", _program())
     (entry,) = _entries(cache, "programs")
-    target = _cache.entry_path(cache / "programs", "two")
+    target = store.entry_path(cache / "programs", "two")
     shutil.copyfile(entry, target)
     target.chmod(0o600)
     with pytest.warns(UserWarning, match="for another key"):
@@ -808,7 +810,7 @@ def test_default_cache_directory_on_windows_and_macos(
 
 def test_unknown_kind_of_entry_is_refused(cache: Path) -> None:
     with pytest.raises(ValueError, match=r"unknown kind of cache entry 'models'"):
-        _cache.open_store("models", create=True)
+        store.open_store("models", create=True)
     assert not cache.exists()
 
 
@@ -816,7 +818,7 @@ def test_without_user_ids_nothing_is_refused_for_its_owner_or_mode(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where there are no user ids (Windows), modes say nothing, so nothing is refused."""
-    monkeypatch.setattr(_cache, "_user", lambda: None)
+    monkeypatch.setattr(store, "_user", lambda: None)
     assert cx.store_lowered("windows", _program())
     cache.chmod(0o777)
     try:
@@ -882,10 +884,10 @@ def test_lowered_programs_in_a_refused_cache(cache: Path) -> None:
 def _reencode(path: Path, header: bytes) -> None:
     """Rewrites an entry with these header bytes and a matching checksum."""
     data = path.read_bytes()
-    _, _, length, _ = _cache._PREFIX.unpack_from(data)
-    payload = data[_cache._PREFIX.size + length :]
+    _, _, length, _ = store._PREFIX.unpack_from(data)
+    payload = data[store._PREFIX.size + length :]
     digest = hashlib.sha256(header + payload).digest()
-    prefix = _cache._PREFIX.pack(_cache._MAGIC, _cache.FORMAT_VERSION, len(header), digest)
+    prefix = store._PREFIX.pack(store._MAGIC, store.FORMAT_VERSION, len(header), digest)
     path.write_bytes(prefix + header + payload)
 
 
@@ -985,8 +987,8 @@ def test_entry_that_cannot_be_read_is_ignored(cache: Path, monkeypatch: pytest.M
 
 def test_entries_and_clear_of_a_cache_that_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CYXLA_CACHE_DIR", "0")
-    assert list(_cache.entries()) == []
-    assert _cache.clear() == (0, 0)
+    assert list(store.entries()) == []
+    assert store.clear() == (0, 0)
 
 
 def test_stale_temporary_files_are_removed_and_other_files_kept(cache: Path) -> None:
@@ -997,7 +999,7 @@ def test_stale_temporary_files_are_removed_and_other_files_kept(cache: Path) -> 
         path.write_bytes(b"x" * 10)
     hours_ago = time.time() - 2 * 3600
     os.utime(stale, (hours_ago, hours_ago))
-    listed = {item.path.name: item for item in _cache.entries()}
+    listed = {item.path.name: item for item in store.entries()}
     assert set(listed) == {stale.name, fresh.name, _entries(cache, "programs")[0].name}
     assert listed[stale.name].size == 10 and listed[stale.name].kind == "programs"
     cx.store_lowered("second", _program(3.0))
@@ -1014,31 +1016,31 @@ def test_eviction_keeps_the_entry_it_just_wrote(
     (old,) = _entries(cache, "programs")
     later = time.time() + 3600
     os.utime(old, (later, later))
-    monkeypatch.setenv(_cache.MAX_BYTES_ENVIRONMENT_VARIABLE, str(old.stat().st_size + 100))
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(old.stat().st_size + 100))
     assert cx.store_lowered("new", _program(3.0))
     (kept,) = _entries(cache, "programs")
-    assert kept == _cache.entry_path(cache / "programs", "new")
+    assert kept == store.entry_path(cache / "programs", "new")
     assert cx.load_lowered("new") == _program(3.0)
 
 
 def test_peek_shows_headers_and_tolerates_junk(cache: Path, tmp_path: Path) -> None:
     cx.store_lowered("peeked", _program())
     (entry,) = _entries(cache, "programs")
-    header = _cache.peek(entry)
+    header = store.peek(entry)
     assert header is not None
     assert (header["key"], header["program"]["name"]) == ("peeked", "scaled")
     junk = tmp_path / "junk"
     cases = {
         b"short": "shorter than a prefix",
         b"x" * 100: "bad magic",
-        _cache._PREFIX.pack(_cache._MAGIC, 1, 9, b"\0" * 32) + b"{not json": "bad JSON",
-        _cache._PREFIX.pack(_cache._MAGIC, 1, 6, b"\0" * 32) + b"[1, 2]": "not an object",
+        store._PREFIX.pack(store._MAGIC, 1, 9, b"\0" * 32) + b"{not json": "bad JSON",
+        store._PREFIX.pack(store._MAGIC, 1, 6, b"\0" * 32) + b"[1, 2]": "not an object",
     }
     for data, why in cases.items():
         junk.write_bytes(data)
-        assert _cache.peek(junk) is None, why
-    assert _cache.peek(tmp_path / "missing") is None
-    assert _cache.peek(tmp_path) is None  # a directory
+        assert store.peek(junk) is None, why
+    assert store.peek(tmp_path / "missing") is None
+    assert store.peek(tmp_path) is None  # a directory
 
 
 def test_cache_command_shows_junk_files_by_their_kind(
@@ -1094,7 +1096,7 @@ def test_plugin_library_that_moved_is_not_identified(
     """No key can be trusted, so the program is compiled and nothing is stored."""
     loaded = cx.initialize()
     moved = dataclasses.replace(loaded, library=str(tmp_path / "moved" / "plugin.so"))
-    monkeypatch.setattr(_plugins, "_loaded", moved)
+    monkeypatch.setattr(_backend, "_loaded", moved)
     executable, stats = cx.compile_program(_program())
     _check(executable)
     assert not stats.cache_hit
@@ -1115,10 +1117,10 @@ def test_cached_executable_with_other_outputs_is_not_used(cache: Path, spy: _Spy
     cx.compile_program(total)
     (total_entry,) = [e for e in _entries(cache) if e != product_entry]
     data = total_entry.read_bytes()
-    _, _, length, _ = _cache._PREFIX.unpack_from(data)
-    header = json.loads(data[_cache._PREFIX.size : _cache._PREFIX.size + length])
+    _, _, length, _ = store._PREFIX.unpack_from(data)
+    header = json.loads(data[store._PREFIX.size : store._PREFIX.size + length])
     header["payload_length"] = len(_payload(product_entry))
-    total_entry.write_bytes(_cache._encode(header, _payload(product_entry)))
+    total_entry.write_bytes(store._encode(header, _payload(product_entry)))
 
     executable, stats = cx.compile_program(total)
     assert not stats.cache_hit
@@ -1148,23 +1150,23 @@ def test_store_lowered_refuses_a_structure_that_does_not_round_trip(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The guard behind the encoding: what would come back different is not stored."""
-    from cyxla import _lowered_cache
+    from cyxla._cache import programs
 
-    monkeypatch.setattr(_lowered_cache, "_encode_tree", lambda tree: {"tuple": ["*"]})
+    monkeypatch.setattr(programs, "_encode_tree", lambda tree: {"tuple": ["*"]})
     with pytest.raises(cx.UnsupportedProgramError, match=r"output structure .* cannot be stored"):
         cx.store_lowered("lossy", _structured_program())
     assert not cache.exists()
 
 
 def test_cache_key_parts_of_every_kind(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _cache_keys._json_safe(1 + 2j) == {"complex": [1.0, 2.0]}
+    assert cache_keys._json_safe(1 + 2j) == {"complex": [1.0, 2.0]}
     assert cx.cache_key(1 + 2j) != cx.cache_key(1 - 2j)
-    assert _cache_keys._json_safe(np.dtype(np.float32)) == {"dtype": "<f4"}
-    assert _cache_keys._json_safe(np.dtype(ml_dtypes.bfloat16)) == {"dtype": "bfloat16"}
+    assert cache_keys._json_safe(np.dtype(np.float32)) == {"dtype": "<f4"}
+    assert cache_keys._json_safe(np.dtype(ml_dtypes.bfloat16)) == {"dtype": "bfloat16"}
     dtypes = [np.float32, np.float64, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn]
     assert len({cx.cache_key(np.dtype(d)) for d in dtypes}) == len(dtypes)
     missing = "cyxla-test-no-such-distribution"
-    assert _cache_keys._distribution_version(missing) is None
+    assert cache_keys._distribution_version(missing) is None
     assert cx.cache_key("m", distributions=[missing]) == cx.cache_key("m", distributions=[missing])
     assert cx.cache_key("m", distributions=[missing]) != cx.cache_key("m")
 
@@ -1175,19 +1177,19 @@ def test_host_identity_without_proc_cpuinfo(monkeypatch: pytest.MonkeyPatch) -> 
     def no_cpuinfo(*_: Any, **__: Any) -> Any:
         raise FileNotFoundError(2, "No such file or directory", "/proc/cpuinfo")
 
-    monkeypatch.setattr(_cache_keys, "open", no_cpuinfo, raising=False)
+    monkeypatch.setattr(cache_keys, "open", no_cpuinfo, raising=False)
     monkeypatch.setattr(platform, "processor", lambda: "arm-test-cpu")
-    _cache_keys.host_identity.cache_clear()
+    cache_keys.host_identity.cache_clear()
     try:
-        identity = _cache_keys.host_identity()
+        identity = cache_keys.host_identity()
     finally:
-        _cache_keys.host_identity.cache_clear()
+        cache_keys.host_identity.cache_clear()
     assert identity == {
         "machine": platform.machine(),
         "features": hashlib.sha256(b"arm-test-cpu").hexdigest(),
     }
     monkeypatch.undo()
-    assert _cache_keys.host_identity()["features"] != identity["features"]  # /proc/cpuinfo's
+    assert cache_keys.host_identity()["features"] != identity["features"]  # /proc/cpuinfo's
 
 
 @pytest.fixture(autouse=True)

@@ -445,7 +445,7 @@ def test_release_waits_for_calls_in_flight(
     """The last release of a handle returns only after the calls running on it end."""
     program = cx.lower(lambda x: jnp.tanh(x @ x), [jax.ShapeDtypeStruct((400, 400), jnp.float32)])
     executable = cx.compile_program(program)[0]
-    handle = _core.NativeHandle(executable.native)
+    handle = _core.NativeHandle(executable._native)
     spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
     assert table().get_spec(handle.value, ctypes.byref(spec), ctypes.byref(error)) == OK
     x = np.full((400, 400), 0.001, np.float32)
@@ -525,7 +525,7 @@ def test_benchmark_loops(sin_executable: cx.Executable) -> None:
     y = np.zeros(3, np.float32)
     seconds = _benchmark.execute_threads(sin_executable.handle, [x], [y], 20, 3)
     assert seconds > 0
-    pointers = sin_executable.native._pjrt_pointers()
+    pointers = sin_executable._native._pjrt_pointers()
     phases = _benchmark.raw_pjrt_phases(*pointers, [x], [F32], [y], 5)
     assert len(phases) == 5 and all(p >= 0 for p in phases) and sum(phases) > 0
     np.testing.assert_array_equal(y, jax.jit(jnp.sin)(x))

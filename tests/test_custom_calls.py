@@ -25,7 +25,9 @@ import pytest
 from jax._src.lib import xla_client
 
 import cyxla as cx
-from cyxla import _core, _custom_calls, _ffi_sources
+from cyxla import _core
+from cyxla._ffi import mirror, registry
+from cyxla._ffi import sources as ffi_sources
 
 from conftest import run_python
 from native_api import OK, Error, Input, ProgramSpec, table
@@ -93,8 +95,8 @@ def test_cyxla_declares_the_xla_ffi_structs_as_jaxlib_does(tmp_path: Path) -> No
 
 def test_loading_the_plugin_registers_jaxlib_handlers() -> None:
     plugin = cx.initialize().plugin
-    registrations = _custom_calls.registrations()
-    jaxlib = _ffi_sources.jaxlib_targets()
+    registrations = registry.registrations()
+    jaxlib = ffi_sources.jaxlib_targets()
     names = set(jaxlib)
     assert "lapack_spotrf_ffi" in names and "cpu_csr_sparse_dense_ffi" in names
     assert len([n for n in names if n.startswith("lapack_")]) == 60
@@ -111,8 +113,8 @@ def test_jaxlib_targets_come_from_the_listed_modules() -> None:
     from jaxlib.cpu import _lapack, _sparse
 
     expected = {*_lapack.registrations(), *_sparse.registrations()}
-    assert set(_ffi_sources.jaxlib_targets()) >= expected
-    assert _ffi_sources.JAXLIB_CPU_MODULES == ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
+    assert set(ffi_sources.jaxlib_targets()) >= expected
+    assert ffi_sources.JAXLIB_CPU_MODULES == ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
 
 
 def test_a_linalg_program_from_the_cache_runs_in_a_fresh_process(tmp_path: Path) -> None:
@@ -243,7 +245,7 @@ def test_user_handler_through_cyxla(handlers: ctypes.CDLL) -> None:
     executable, _ = cx.compile_program(program)
     (ours,) = executable.run([x])
     np.testing.assert_array_equal(ours, jax.jit(scale_add("cyxla_test_scale_add_jit"))(x))
-    registration = _custom_calls.registrations()["cyxla_test_scale_add_cx"]
+    registration = registry.registrations()["cyxla_test_scale_add_cx"]
     assert registration.error is None
     assert registration.handler_ffi_version == jaxlib_ffi_version()
 
@@ -330,9 +332,9 @@ def test_cyxla_registration_before_the_plugin_loads(handler_library: Path) -> No
     result = _scenario(
         """
         import cyxla as cx
-        from cyxla import _plugins
+        from cyxla import _backend
         cx.register_ffi_target("scale", capsule)
-        assert _plugins.loaded() is None
+        assert _backend.loaded() is None
         print(json.dumps(run()))
         """,
         handler_library,
@@ -357,7 +359,7 @@ def test_mirroring_off(handler_library: Path) -> None:
         after = run()
         cx.mirror_jax_registrations()
         jax.ffi.register_ffi_target("scale_later", capsule, platform="cpu")
-        later = "scale_later" in cx._custom_calls.registrations()
+        later = "scale_later" in cx._ffi.registry.registrations()
         print(json.dumps([wrapped, missing, "scale" in registered, after, later]))
         """,
         handler_library,
@@ -541,7 +543,7 @@ def test_a_rejected_jax_registration_warns_and_register_jax_targets_raises(
     cx.initialize()
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
     with pytest.warns(RuntimeWarning, match=r"'cyxla_test_future_mirrored'.*XLA FFI 0\.99"):
-        _custom_calls._mirror("cyxla_test_future_mirrored", capsule, "cpu", 1)
+        mirror._mirror("cyxla_test_future_mirrored", capsule, "cpu", 1)
     pending = {"cpu": [("cyxla_test_future_held", capsule, 1, 0)]}
     monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
     with pytest.raises(cx.UnsupportedProgramError, match=r"'cyxla_test_future_held'.*0\.99"):
@@ -553,7 +555,7 @@ def test_a_second_handler_from_jax_is_ignored_with_a_warning(handlers: ctypes.CD
     cx.register_ffi_target("cyxla_test_twice", first)
     other = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
     with pytest.warns(RuntimeWarning, match="keeps the handler .* 'cyxla_test_twice' that cyxla"):
-        _custom_calls._mirror("cyxla_test_twice", other, "cpu", 1)  # as jax.ffi would
+        mirror._mirror("cyxla_test_twice", other, "cpu", 1)  # as jax.ffi would
     x = sample()
     program = cx.lower(scale_add("cyxla_test_twice"), [x], custom_calls=["cyxla_test_twice"])
     (ours,) = cx.compile_program(program)[0].run([x])
@@ -566,7 +568,7 @@ def test_a_failed_mirror_warns_and_jax_still_registers(
     def broken(**_: Any) -> None:
         raise RuntimeError("mirror broke")
 
-    monkeypatch.setattr(_custom_calls, "_mirror", broken)
+    monkeypatch.setattr(mirror, "_mirror", broken)
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
     with pytest.warns(RuntimeWarning, match="could not mirror a JAX FFI registration: mirror"):
         jax.ffi.register_ffi_target("cyxla_test_unmirrored", capsule, platform="cpu")
@@ -577,29 +579,30 @@ def test_a_failed_mirror_warns_and_jax_still_registers(
 
 
 def test_compile_refuses_a_target_recorded_as_unsupported(handlers: ctypes.CDLL) -> None:
-    from cyxla import _ffi_checks
+    from cyxla._ffi import checks as ffi_checks
 
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
     cx.register_ffi_target("cyxla_test_api0_compile", capsule, api_version=0)
     with pytest.raises(cx.UnsupportedProgramError) as info:
-        _ffi_checks.check_program(["cyxla_test_api0_compile"], "cpu")
+        ffi_checks.check_program(["cyxla_test_api0_compile"], "cpu")
     assert str(info.value).startswith("'cyxla_test_api0_compile': it was registered as an untyped")
 
 
 def test_a_failed_probe_rejects_what_it_would_have_verified(
     handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cyxla import _ffi_plugin, _ffi_targets
+    from cyxla._ffi import plugin as ffi_plugin
+    from cyxla._ffi import targets as ffi_targets
 
     loaded = cx.initialize()
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
-    entry = _ffi_targets.target_from("cyxla_test_probe_failed", capsule, "cpu", 1, 0, "cyxla")
+    entry = ffi_targets.target_from("cyxla_test_probe_failed", capsule, "cpu", 1, 0, "cyxla")
 
     def failing(*_: Any) -> None:
         raise RuntimeError("probe broke")
 
-    monkeypatch.setattr(_ffi_plugin, "_probe", failing)
-    results = _ffi_plugin.register(loaded.plugin, loaded.runtime, "cpu", [entry], {})
+    monkeypatch.setattr(ffi_plugin, "_probe", failing)
+    results = ffi_plugin.register(loaded.plugin, loaded.runtime, "cpu", [entry], {})
     registration = results["cyxla_test_probe_failed"]
     assert registration.error is not None
     assert registration.error.endswith("the probe compile failed: probe broke")

@@ -189,9 +189,9 @@ def test_program_dtypes(dtype: np.dtype, x64_mode: bool) -> None:
     reference = jax.eval_shape(function_for(dtype), *[jax.ShapeDtypeStruct(SHAPE, dtype)] * 2)
     assert [s.dtype for s in program.outputs] == [np.dtype(r.dtype) for r in reference]
     # The core sees the same element types as the program records.
-    types = [cx.ElementType(t) for t, _ in executable.native.inputs]
+    types = [cx.ElementType(t) for t, _ in executable._native.inputs]
     assert types == [s.element_type for s in program.inputs]
-    assert [cx.ElementType(t) for t, _ in executable.native.outputs] == [
+    assert [cx.ElementType(t) for t, _ in executable._native.outputs] == [
         s.element_type for s in program.outputs
     ]
 

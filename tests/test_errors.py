@@ -126,16 +126,16 @@ def test_native_execute_refuses_inputs_it_would_have_to_convert(
         [x, [1.0, 1.0, 1.0]],  # no buffer
     ]
     for arguments in refused:
-        assert executable.native.execute(arguments, [out]) is False
+        assert executable._native.execute(arguments, [out]) is False
         assert np.all(out == -7.0)  # nothing ran
-    assert executable.native.execute([x, y], [out]) is True
+    assert executable._native.execute([x, y], [out]) is True
     np.testing.assert_array_equal(out, x + y)
 
 
 def test_native_execute_checks_its_outputs(executable: cx.Executable) -> None:
     x, y = good_arguments()
     with pytest.raises(cx.InvalidArgumentError) as caught:
-        executable.native.execute([x, y], [])
+        executable._native.execute([x, y], [])
     assert str(caught.value) == "the program has 1 outputs, given 0 arrays to write them to"
     for bad in (
         np.empty(5, np.float32),  # too small
@@ -144,12 +144,12 @@ def test_native_execute_checks_its_outputs(executable: cx.Executable) -> None:
         np.empty((3, 2), np.float32).T,  # not C-contiguous
     ):
         with pytest.raises(cx.InvalidArgumentError) as caught:
-            executable.native.execute([x, y], [bad])
+            executable._native.execute([x, y], [bad])
         assert str(caught.value) == ("output 0 must be a writable C-contiguous array of f32[2,3]")
     read_only = np.empty((2, 3), np.float32)
     read_only.flags.writeable = False
     with pytest.raises(cx.InvalidArgumentError, match="writable"):
-        executable.native.execute([x, y], [read_only])
+        executable._native.execute([x, y], [read_only])
 
 
 # ------------------------------------------------------------------------ lower()
@@ -459,7 +459,7 @@ attempt(lambda: cx.initialize(platform="cpu", options={"cyxla_no_such_option": 3
 attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": "two"}))
 attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": [1, 2.5]}))
 attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": 3}).options)
-attempt(lambda: cx._plugins.loaded().runtime.device_count)
+attempt(lambda: cx._backend.loaded().runtime.device_count)
 """)
     assert steps[0] == [
         "InvalidArgumentError",

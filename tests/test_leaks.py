@@ -115,7 +115,7 @@ def test_execute_does_not_leak(executable: cx.Executable, offset: int) -> None:
     y = aligned(rng.standard_normal(256).astype(np.float32), offset)
     outputs = [np.empty(256, np.float32), np.empty((), np.float32)]
     inputs = [x, y]
-    execute = executable.native.execute
+    execute = executable._native.execute
 
     def loop(count: int) -> None:
         for _ in range(count):
@@ -150,9 +150,9 @@ def test_refused_executions_do_not_leak(executable: cx.Executable) -> None:
 
     def loop(count: int) -> None:
         for _ in range(count):
-            assert not executable.native.execute(bad, outputs)
+            assert not executable._native.execute(bad, outputs)
             with contextlib.suppress(cx.InvalidArgumentError):
-                executable.native.execute(good, bad_outputs)
+                executable._native.execute(good, bad_outputs)
 
     loop(200)
     grew = growth(lambda: loop(5000))
@@ -194,7 +194,7 @@ def test_executables_are_freed(small_program: cx.Program, no_disk_cache: None) -
     Executable once the caller drops it (nanobind objects take no weak references, so
     the wrapper's reference count stands in for the native one)."""
     executable, _ = cx.compile_program(small_program)
-    native = executable.native
+    native = executable._native
     # getrefcount counts its argument; the wrapper's attribute and `native` are the rest.
     assert sys.getrefcount(native) == 3
     del native

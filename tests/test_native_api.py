@@ -323,7 +323,7 @@ ALLOCATION_CHECK = """
     import jax, jax.numpy as jnp, numpy as np
     import cyxla
     from cyxla import _benchmark
-    from cyxla._cli_bench import _aligned
+    from cyxla._cli.bench import _aligned
 
     counter = ctypes.CDLL(None)
     counter.count_allocations_stop.restype = ctypes.c_long
@@ -344,7 +344,7 @@ ALLOCATION_CHECK = """
         unaligned = [np.ones(s, np.float32)[1:].base[: int(np.prod(s))].reshape(s) for s in shapes]
         outputs = [_aligned(np.empty(s.shape, s.dtype)) for s in executable.outputs]
         types = [int(s.element_type) for s in executable.inputs]
-        pointers = executable.native._pjrt_pointers()
+        pointers = executable._native._pjrt_pointers()
         loops = {
             "cyxla": lambda n, i=inputs: _benchmark.execute_loop(executable.handle, i, outputs, n),
             "cyxla_unaligned": lambda n, i=unaligned: _benchmark.execute_loop(

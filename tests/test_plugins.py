@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core, _plugins
+from cyxla import _backend, _core, _plugins
 
 from conftest import plugin_library, run_cyxla, run_steps
 
@@ -90,7 +90,7 @@ def test_plugin_version_matches_its_table(library: str) -> None:
 def test_the_process_plugin(library: str) -> None:
     """However this test process loaded its plugin, it is the CPU one with its defaults."""
     cx.compile_program(cx.lower(lambda x: x, [np.zeros(1, np.float32)]))
-    loaded = _plugins.loaded()
+    loaded = _backend.loaded()
     assert loaded is not None
     assert loaded.platform == "cpu"
     assert loaded.library == str(Path(library).resolve())
@@ -110,7 +110,7 @@ def test_initialize_then_other_options_is_refused(library: str) -> None:
         attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": 2}))
         attempt(lambda: cx.initialize(platform="cuda"))
         attempt(lambda: cx.initialize(platform="cpu", options={"asynchronous": False}).options)
-        attempt(lambda: cx._plugins.loaded().runtime.device_count)
+        attempt(lambda: cx._backend.loaded().runtime.device_count)
         """
     )
     assert steps[0] == ["ok", str(CPU_DEFAULTS)]
@@ -134,7 +134,7 @@ def test_initialize_options_before_first_use() -> None:
         program = cx.lower(lambda x: x * 2, [np.zeros(3, np.float32)])
         executable, _ = cx.compile_program(program)  # compiles with the chosen client
         attempt(lambda: executable.run([np.arange(3.0)])[0].tolist())
-        attempt(lambda: cx._plugins.loaded() is loaded)
+        attempt(lambda: cx._backend.loaded() is loaded)
         """
     )
     assert steps == [
@@ -178,7 +178,7 @@ def test_initialize_with_a_plugin_of_another_platform(library: str) -> None:
         f"""
         attempt(lambda: cx.initialize({library!r}, platform="cuda",
                                       options={{"preallocate": None}}))
-        attempt(lambda: cx._plugins.loaded())
+        attempt(lambda: cx._backend.loaded())
         """
     )
     kind, message = steps[0]
@@ -196,9 +196,9 @@ def test_cyxla_pjrt_plugin_variable(library: str) -> None:
         """
         program = cx.lower(lambda x: x * 3, [np.zeros(2, np.float32)])  # loads the plugin
         attempt(lambda: program.platform)
-        attempt(lambda: (cx._plugins.loaded().platform, cx._plugins.loaded().library))
+        attempt(lambda: (cx._backend.loaded().platform, cx._backend.loaded().library))
         attempt(lambda: cx.compile_program(program)[0].run([np.ones(2)])[0].tolist())
-        attempt(lambda: cx.initialize() is cx._plugins.loaded())
+        attempt(lambda: cx.initialize() is cx._backend.loaded())
         """,
         {"CYXLA_PJRT_PLUGIN": library},
     )
@@ -262,7 +262,7 @@ def test_lower_follows_jax_platforms() -> None:
     steps = run_steps(
         """
         attempt(lambda: cx.lower(lambda x: x, [np.zeros(1)]).platform)
-        attempt(lambda: cx._plugins.loaded())
+        attempt(lambda: cx._backend.loaded())
         """,
         {"JAX_PLATFORMS": "cpu"},
     )
@@ -297,7 +297,7 @@ def test_a_plugin_from_another_package(tmp_path: Path, library: str) -> None:
         attempt(lambda: (entries["zz_cpu"].platform, entries["zz_cpu"].extra))
         attempt(lambda: cx._plugins.entry_for("cpu").name)
         attempt(lambda: dict(cx.initialize(platform="cpu").options))
-        attempt(lambda: cx._plugins.loaded().runtime.device_count)
+        attempt(lambda: cx._backend.loaded().runtime.device_count)
         """,
         {"PYTHONPATH": str(tmp_path)},
     )

@@ -17,7 +17,11 @@ from jax._src.lib import xla_client
 from jax._src.lib.mlir.dialects import hlo
 
 import cyxla as cx
-from cyxla import _cli_plugins, _ffi_checks, _ffi_plugin, _ffi_sources, _lowering
+from cyxla import _stablehlo
+from cyxla._cli import plugins as cli_plugins
+from cyxla._ffi import checks as ffi_checks
+from cyxla._ffi import plugin as ffi_plugin
+from cyxla._ffi import sources as ffi_sources
 from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
 
 
@@ -95,15 +99,15 @@ def test_jax_held_targets_skip_what_cyxla_cannot_take(monkeypatch: pytest.Monkey
     monkeypatch.setattr(xla_client, "custom_call_targets", targets_of)
     pending = {"TPU": [("cyxla_test_tpu_pending", object(), 1, 0)]}
     monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
-    held = {t.name for t in _ffi_sources.jax_held_targets()}
+    held = {t.name for t in ffi_sources.jax_held_targets()}
     assert "cyxla_test_tpu_pending" not in held
     assert set(real("Host")) <= held
 
 
 def test_a_jaxlib_module_that_does_not_import_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     missing = "jaxlib.cpu._cyxla_missing"
-    monkeypatch.setattr(_ffi_sources, "JAXLIB_CPU_MODULES", (missing, "jaxlib.cpu._lapack"))
-    names = [m.__name__ for m in _ffi_sources._jaxlib_cpu_modules()]
+    monkeypatch.setattr(ffi_sources, "JAXLIB_CPU_MODULES", (missing, "jaxlib.cpu._lapack"))
+    names = [m.__name__ for m in ffi_sources._jaxlib_cpu_modules()]
     assert "jaxlib.cpu._lapack" in names and missing not in names
 
 
@@ -115,9 +119,9 @@ def _call(target: str, config: str = "api_version = 4 : i32") -> str:
 
 
 def test_check_lowered_lets_xla_builtins_through_and_names_callbacks() -> None:
-    _ffi_checks.check_lowered(_call("Sharding", 'backend_config = ""'), "f", "cpu")
+    ffi_checks.check_lowered(_call("Sharding", 'backend_config = ""'), "f", "cpu")
     with pytest.raises(cx.UnsupportedProgramError) as info:
-        _ffi_checks.check_lowered(_call("xla_ffi_python_cpu_callback"), "f", "cpu")
+        ffi_checks.check_lowered(_call("xla_ffi_python_cpu_callback"), "f", "cpu")
     assert "f calls the custom-call target 'xla_ffi_python_cpu_callback'" in str(info.value)
     assert "Python host callback" in str(info.value)
 
@@ -127,11 +131,11 @@ def test_explain_export_error_falls_back_when_tracing_fails() -> None:
         raise RuntimeError("cannot trace again")
 
     error = NotImplementedError("host_callbacks are not supported")
-    assert _ffi_checks.explain_export_error(error, "f", trace) is None
-    assert _ffi_checks.explain_export_error(ValueError("other"), "f", trace) is None
+    assert ffi_checks.explain_export_error(error, "f", trace) is None
+    assert ffi_checks.explain_export_error(ValueError("other"), "f", trace) is None
 
 
-_explained = _ffi_checks.explain_compile_errors
+_explained = ffi_checks.explain_compile_errors
 
 
 def test_explain_compile_errors_names_an_untyped_call() -> None:
@@ -144,12 +148,12 @@ def test_explain_compile_errors_names_an_untyped_call() -> None:
 
 
 def test_version_reasons() -> None:
-    older = _ffi_plugin._version_reason((0, 1), (0, 2))
+    older = ffi_plugin._version_reason((0, 1), (0, 2))
     assert older == (
         " (handler built against XLA FFI 0.1, plugin's XLA FFI 0.2): another handler may "
         "hold the name in the plugin"
     )
-    assert "XLA FFI unknown" in _ffi_plugin._version_reason(None, (0, 2))
+    assert "XLA FFI unknown" in ffi_plugin._version_reason(None, (0, 2))
 
 
 class _Refusing:
@@ -162,7 +166,7 @@ class _Refusing:
 def test_the_probe_passes_on_other_compile_errors() -> None:
     plugin = cx.initialize().plugin
     with pytest.raises(cx.CompileError, match="out of memory"):
-        _ffi_plugin._probe(plugin, _Refusing(), ["cyxla_test_probe"])  # type: ignore[arg-type]
+        ffi_plugin._probe(plugin, _Refusing(), ["cyxla_test_probe"])  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- lowering and running
@@ -170,7 +174,7 @@ def test_the_probe_passes_on_other_compile_errors() -> None:
 
 def test_stablehlo_target_of_a_plugin_that_names_no_version() -> None:
     plugin = types.SimpleNamespace(attributes={})
-    assert _lowering.stablehlo_target_of(plugin) == str(hlo.get_current_version())  # type: ignore[arg-type]
+    assert _stablehlo.stablehlo_target_of(plugin) == str(hlo.get_current_version())  # type: ignore[arg-type]
 
 
 def test_lower_names_an_argument_that_is_no_array() -> None:
@@ -199,20 +203,20 @@ def test_executable_platform_and_an_internal_refusal() -> None:
 
 def test_plugins_command_names_the_loaded_plugin(capsys: pytest.CaptureFixture[str]) -> None:
     loaded = cx.initialize()
-    assert _cli_plugins.main() == 0
+    assert cli_plugins.main() == 0
     out = capsys.readouterr().out
     assert f"loaded in this process: cpu from {loaded.library}" in out
     assert "loadable: PJRT" in out
 
 
 def test_cache_sizes_are_shown_in_binary_units() -> None:
-    from cyxla import _cli_cache
+    from cyxla._cli import cache as cli_cache
 
-    assert _cli_cache._size(1023) == "1023 bytes"
-    assert _cli_cache._size(1536) == "1.5 KiB"
-    assert _cli_cache._size(5 * 1024**2) == "5.0 MiB"
-    assert _cli_cache._size(3 * 1024**3) == "3.0 GiB"
-    assert _cli_cache._size(4096 * 1024**3) == "4096.0 GiB"
+    assert cli_cache._size(1023) == "1023 bytes"
+    assert cli_cache._size(1536) == "1.5 KiB"
+    assert cli_cache._size(5 * 1024**2) == "5.0 MiB"
+    assert cli_cache._size(3 * 1024**3) == "3.0 GiB"
+    assert cli_cache._size(4096 * 1024**3) == "4096.0 GiB"
 
 
 def _exporting(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
@@ -297,12 +301,21 @@ def test_bench_prints_a_table_without_json(
 ) -> None:
     import argparse
 
-    from cyxla import _cli_bench
+    from cyxla._cli import bench as cli_bench
 
-    tiny = _cli_bench.Case("tiny", lambda x: x + 1, [np.zeros(2, np.float32)], 4)
-    monkeypatch.setattr(_cli_bench, "_cases", lambda: [tiny])
-    assert _cli_bench.main(argparse.Namespace(json=False, rounds=1, threads=1)) == 0
+    tiny = cli_bench.Case("tiny", lambda x: x + 1, [np.zeros(2, np.float32)], 4)
+    monkeypatch.setattr(cli_bench, "_cases", lambda: [tiny])
+    assert cli_bench.main(argparse.Namespace(json=False, rounds=1, threads=1)) == 0
     out = capsys.readouterr().out
     assert "\ntiny\n" in out and "median/call" in out
     assert "the floor's steps, us per call: buffers_in" in out
     assert not out.lstrip().startswith("{")  # a table, not JSON
+
+
+def test_the_version_is_written_once() -> None:
+    """pyproject.toml reads the version from cyxla/_version.py: metadata and cyxla agree."""
+    from importlib import metadata
+
+    assert metadata.version("cyxla") == cx.__version__
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and "\nversion =" not in pyproject

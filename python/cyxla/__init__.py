@@ -4,14 +4,10 @@ from native code without the GIL."""
 from __future__ import annotations
 
 from cyxla._abi import ABI_VERSION, HOST_ALIGNMENT, abi_version, check_abi, get_include
-from cyxla._cache import CACHE_ENVIRONMENT_VARIABLE, cache_directory
-from cyxla._cache_keys import cache_key, library_identity
-from cyxla._custom_calls import (
-    MIRROR_ENVIRONMENT_VARIABLE,
-    mirror_jax_registrations,
-    register_ffi_target,
-    register_jax_targets,
-)
+from cyxla._backend import LoadedPlugin, initialize
+from cyxla._cache.keys import cache_key, library_identity
+from cyxla._cache.programs import load_lowered, store_lowered
+from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
 from cyxla._dtypes import SUPPORTED_DTYPES, ElementType
 from cyxla._errors import (
     AbiVersionError,
@@ -27,9 +23,11 @@ from cyxla._errors import (
     UnsupportedProgramError,
 )
 from cyxla._executable import CompileStatistics, Executable, compile_program
-from cyxla._lowered_cache import load_lowered, store_lowered
+from cyxla._ffi.mirror import mirror_jax_registrations
+from cyxla._ffi.registry import register_ffi_target, register_jax_targets
+from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE, mirroring_enabled
 from cyxla._lowering import lower
-from cyxla._plugins import LoadedPlugin, PluginEntry, initialize
+from cyxla._plugins import PluginEntry
 from cyxla._program import Program, TensorSpec
 from cyxla._version import __version__
 
@@ -73,3 +71,10 @@ __all__ = [
     "register_jax_targets",
     "store_lowered",
 ]
+
+# The one change importing cyxla makes outside it: every later jax.ffi.register_ffi_target
+# is mirrored to cyxla's table of custom calls (see cyxla._ffi.mirror), unless
+# CYXLA_MIRROR_JAX=0 turns it off.
+if mirroring_enabled():
+    mirror_jax_registrations()
+del mirroring_enabled

@@ -6,16 +6,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cyxla import _cli_bench, _cli_cache, _cli_demo, _cli_plugins
+from cyxla._cli import bench, cache, demo, plugins
 
 _COMMANDS = {
-    "plugins": (_cli_plugins.main, "list the plugins cyxla finds (the default)"),
-    "demo": (_cli_demo.main, "lower, compile and run a small JAX function, next to jax.jit"),
-    "bench": (_cli_bench.main, "time one call through native execute, run, raw PJRT and jax.jit"),
-    "cache": (_cli_cache.main, "show (info, the default) or empty (clear) the disk cache"),
+    "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
+    "demo": (demo.main, "lower, compile and run a small JAX function, next to jax.jit"),
+    "bench": (bench.main, "time one call through native execute, run, raw PJRT and jax.jit"),
+    "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
 }
 #: Commands that take arguments: these add them to their parser and get the parsed ones.
-_ARGUMENTS = {"bench": _cli_bench.add_arguments, "cache": _cli_cache.add_arguments}
+_ARGUMENTS = {"bench": bench.add_arguments, "cache": cache.add_arguments}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,13 @@ import enum
 import ml_dtypes
 import numpy as np
 
-__all__ = ["SUPPORTED_DTYPES", "ElementType", "dtype_of", "element_type_of"]
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "SUPPORTED_NAMES",
+    "ElementType",
+    "dtype_of",
+    "element_type_of",
+]
 
 
 class ElementType(enum.IntEnum):
@@ -30,6 +36,8 @@ class ElementType(enum.IntEnum):
     C128 = 15
 
 
+#: The one table of the element types cyxla carries: NumPy dtype to PJRT element type.
+#: Names, byte sizes (`dtype.itemsize`) and the lists in error messages derive from it.
 _BY_DTYPE: dict[np.dtype, ElementType] = {
     np.dtype(np.bool_): ElementType.PRED,
     np.dtype(np.int8): ElementType.S8,
@@ -51,6 +59,8 @@ _BY_TYPE = {t: d for d, t in _BY_DTYPE.items()}
 
 #: The dtypes cyxla carries between NumPy and PJRT buffers.
 SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(_BY_DTYPE)
+#: Their names, for messages: "bool, int8, ..., complex128".
+SUPPORTED_NAMES = ", ".join(dtype.name for dtype in SUPPORTED_DTYPES)
 
 
 def element_type_of(dtype: np.dtype) -> ElementType | None:

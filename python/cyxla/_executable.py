@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from jax._src.lib import xla_client
 
-from cyxla import _core, _executable_cache, _ffi_checks, _plugins
+from cyxla import _backend, _core
+from cyxla._cache import executables
 from cyxla._errors import DtypeError, InvalidArgumentError
-from cyxla._program import Program, TensorSpec, core_specs, output_mismatch
+from cyxla._ffi import checks
+from cyxla._jaxlib import xla_client
+from cyxla._program import Program, TensorSpec, encode_specs, output_mismatch
 
 __all__ = ["CompileStatistics", "Executable", "compile_program"]
 
@@ -49,6 +51,7 @@ class Executable:
     """
 
     def __init__(self, native: _core.Executable, program: Program) -> None:
+        #: The C++ executable that `run` calls (internal: tests and the benchmark use it).
         self._native = native
         self.program = program
         self._handle: _core.NativeHandle | None = None
@@ -58,11 +61,6 @@ class Executable:
         self._out = [(s.shape, _carrier(s.dtype) or s.dtype) for s in program.outputs]
         self._views = [s.dtype if _carrier(s.dtype) else None for s in program.outputs]
         self._any_view = any(d is not None for d in self._views)
-
-    @property
-    def native(self) -> _core.Executable:
-        """The C++ executable that `run` calls."""
-        return self._native
 
     @property
     def handle(self) -> int:
@@ -166,23 +164,23 @@ def compile_program(
     compile of the same program, options and plugin stored it there, and stored after
     compiling otherwise.
     """
-    runtime = _plugins.runtime_for(program.platform)
-    _ffi_checks.check_program(program.custom_calls, program.platform)
-    loaded = _plugins.loaded()
+    runtime = _backend.runtime_for(program.platform)
+    checks.check_program(program.custom_calls, program.platform)
+    loaded = _backend.loaded()
     assert loaded is not None, "runtime_for loads the plugin"
-    specs = core_specs(program.inputs)
+    specs = encode_specs(program.inputs)
     compile_options = _compile_options(options)
-    cached = _executable_cache.load(program, loaded, compile_options, specs)
+    cached = executables.load(program, loaded, compile_options, specs)
     if cached.native is not None:
         statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
         return Executable(cached.native, program), statistics
     start = time.perf_counter()
-    with _ffi_checks.explain_compile_errors():
+    with checks.explain_compile_errors():
         native = runtime.compile(program.stablehlo, compile_options, specs)
     seconds = time.perf_counter() - start
     _check_outputs(native, program)
     # A bad entry is replaced by the fresh one; both problems are reported.
-    errors = [cached.error, _executable_cache.store(cached, program, native, specs)]
+    errors = [cached.error, executables.store(cached, program, native, specs)]
     statistics = CompileStatistics(
         seconds,
         load_seconds=cached.seconds,

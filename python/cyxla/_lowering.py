@@ -8,55 +8,46 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax._src.interpreters import mlir
-from jax._src.lib import _jax  # serialize_portable_artifact: a chosen StableHLO version
-from jax._src.lib.mlir import ir
-from jax._src.lib.mlir.dialects import hlo
 
-from cyxla import _core, _ffi_checks, _plugins
-from cyxla._dtypes import element_type_of
+from cyxla import _backend, _plugins, _stablehlo
+from cyxla._dtypes import SUPPORTED_NAMES, element_type_of
 from cyxla._errors import PluginNotFoundError, UnsupportedProgramError
+from cyxla._ffi import checks
+from cyxla._ffi.targets import HOST_CALLBACK_REFUSAL
+from cyxla._platforms import normalize_platform, platform_of_device
 from cyxla._program import Program, TensorSpec
 
 __all__ = ["choose_platform", "lower", "stablehlo_target"]
-
-
-def _device_platform(device: Any) -> str:
-    """The cyxla platform of a JAX device ("gpu" devices are cuda or rocm)."""
-    platform = device.platform
-    if platform == "gpu":  # pragma: no cover  (a JAX GPU device: no GPU on the test machines)
-        version = str(getattr(device.client, "platform_version", "")).lower()
-        return "rocm" if "rocm" in version else "cuda"
-    return _plugins.normalize_platform(platform)
 
 
 def choose_platform(leaves: Iterable[Any] = ()) -> str:
     """The platform a program is lowered for, decided as JAX decides where to run.
 
     In order: the device the arguments are committed to, `jax.default_device`, the plugin
-    this process loaded (or that CYXLA_PJRT_PLUGIN / CYXLA_PLATFORM name), the first
-    entry of `jax_platforms`, then the first installed of cpu, cuda, rocm and tpu.
+    this process loaded (or that CYXLA_PJRT_PLUGIN / CYXLA_PLATFORM name: a library named
+    by path is loaded here, since only its client knows its platform), the first entry of
+    `jax_platforms`, then the first installed of cpu, cuda, rocm and tpu.
     """
     for leaf in leaves:
         if isinstance(leaf, jax.Array) and getattr(leaf, "committed", False):
-            return _device_platform(next(iter(leaf.devices())))
+            return platform_of_device(next(iter(leaf.devices())))
     default = jax.config.jax_default_device
     if default is not None:
         return (
-            _device_platform(default)
+            platform_of_device(default)
             if hasattr(default, "platform")
-            else (_plugins.normalize_platform(str(default)))
+            else (normalize_platform(str(default)))
         )
-    loaded = _plugins.loaded()
+    loaded = _backend.loaded()
     if loaded is not None:
         return loaded.platform
     if os.environ.get(_plugins.PLATFORM_ENVIRONMENT_VARIABLE):
-        return _plugins.normalize_platform(os.environ[_plugins.PLATFORM_ENVIRONMENT_VARIABLE])
+        return normalize_platform(os.environ[_plugins.PLATFORM_ENVIRONMENT_VARIABLE])
     if os.environ.get(_plugins.PLUGIN_ENVIRONMENT_VARIABLE):
-        return _plugins.initialize().platform
+        return _backend.initialize().platform
     platforms = jax.config.jax_platforms
     if platforms:
-        return _plugins.normalize_platform(platforms.split(",")[0])
+        return normalize_platform(platforms.split(",")[0])
     installed = _plugins.installed_platforms()
     if not installed:
         raise PluginNotFoundError(
@@ -65,31 +56,14 @@ def choose_platform(leaves: Iterable[Any] = ()) -> str:
     return installed[0]
 
 
-def _version_text(version: Sequence[int]) -> str:
-    return ".".join(str(int(v)) for v in version)
-
-
-def _parse_version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
-
-
 def stablehlo_target(platform: str) -> str:
     """The StableHLO version to serialize at: the older of the plugin's and jaxlib's."""
-    loaded = _plugins.loaded()
+    loaded = _backend.loaded()
     if loaded is not None and loaded.platform == platform:
         plugin = loaded.plugin
     else:
         plugin = _plugins.load_library(_plugins.entry_for(platform).library_path())
-    return stablehlo_target_of(plugin)
-
-
-def stablehlo_target_of(plugin: _core.Plugin) -> str:
-    """The StableHLO version to serialize at for `plugin`."""
-    ours = str(hlo.get_current_version())
-    theirs = plugin.attributes.get("stablehlo_current_version")
-    if theirs is None:
-        return ours
-    return min(ours, _version_text(theirs), key=_parse_version)
+    return _stablehlo.stablehlo_target_of(plugin)
 
 
 def _spec_of(leaf: Any, where: str) -> jax.ShapeDtypeStruct:
@@ -120,19 +94,79 @@ def _specs(avals: Sequence[Any], role: str) -> tuple[TensorSpec, ...]:
         dtype = _carried_dtype(aval.dtype)
         if dtype is None:
             raise UnsupportedProgramError(
-                f"{role}[{index}] has dtype {aval.dtype}, which cyxla cannot carry; supported: "
-                "bool, int8-int64, uint8-uint64, float16, bfloat16, float32, float64, "
-                "complex64, complex128"
+                f"{role}[{index}] has dtype {aval.dtype}, which cyxla cannot carry; "
+                f"supported: {SUPPORTED_NAMES}"
             )
         specs.append(TensorSpec(tuple(int(d) for d in aval.shape), dtype))
     return tuple(specs)
 
 
-def _without_locations(text: str) -> str:
-    """The module without source locations, so that the same function lowers to the same
-    bytes wherever it is defined (the disk cache keys on them)."""
-    with mlir.make_ir_context():
-        return ir.Module.parse(text).operation.get_asm(enable_debug_info=False)
+def _argument_specs(args: Sequence[Any]) -> tuple[list[Any], Any, list[jax.ShapeDtypeStruct]]:
+    """The leaves of `args`, their tree, and a spec per leaf; a dtype cyxla cannot carry
+    raises UnsupportedProgramError naming the argument's path."""
+    leaves, tree = jax.tree.flatten(list(args))
+    with_paths, _ = jax.tree_util.tree_flatten_with_path(list(args))
+    paths = [jax.tree_util.keystr(p) for p, _ in with_paths]
+    specs = [_spec_of(leaf, f"args{path}") for leaf, path in zip(leaves, paths, strict=True)]
+    for spec, path in zip(specs, paths, strict=True):
+        if _carried_dtype(spec.dtype) is None:
+            raise UnsupportedProgramError(
+                f"args{path} has dtype {spec.dtype}, which cyxla cannot carry"
+            )
+    return leaves, tree, specs
+
+
+def _export(
+    fn: Callable[..., Any], arguments: list[Any], platform: str, trusted: Iterable[str]
+) -> Any:
+    """`jax.export` of `fn` at `arguments` for `platform`, trusting the custom calls
+    `trusted`; its refusals of host callbacks and unnamed custom calls explained."""
+    name = getattr(fn, "__name__", "the function")
+    checks_off = [jax.export.DisabledSafetyCheck.custom_call(t) for t in sorted(trusted)]
+    jitted = fn if hasattr(fn, "trace") else jax.jit(fn, keep_unused=True)
+    try:
+        return jax.export.export(jitted, platforms=[platform], disabled_checks=checks_off)(
+            *arguments
+        )
+    except (NotImplementedError, ValueError) as error:
+        # Host callbacks and custom calls nobody named, explained with their targets.
+        checks.explain_export_error(error, name, lambda: jax.make_jaxpr(jitted)(*arguments))
+        # jax.export refuses host callbacks before the effects check could.
+        if "host_callbacks" not in str(error):
+            raise
+        raise UnsupportedProgramError(
+            f"{name} calls back into Python: {HOST_CALLBACK_REFUSAL} (jax.debug.print, "
+            "jax.pure_callback and the like)"
+        ) from error
+
+
+def _check_exported(exported: Any, name: str) -> None:
+    """Refuses what an export may hold that a plugin cannot run: effects, dropped arguments."""
+    if exported.ordered_effects or exported.unordered_effects:
+        effects = [*exported.ordered_effects, *exported.unordered_effects]
+        raise UnsupportedProgramError(
+            f"{name} has side effects cyxla cannot run: {effects} (effects come from host "
+            f"callbacks such as jax.debug.print: {HOST_CALLBACK_REFUSAL})"
+        )
+    if len(exported.module_kept_var_idx) != len(exported.in_avals):
+        raise UnsupportedProgramError(
+            "the function was lowered with unused arguments dropped; wrap it in "
+            "jax.jit(fn, keep_unused=True)"
+        )
+
+
+def _program(exported: Any, text: str, target: str, platform: str, name: str) -> Program:
+    """The Program of an export whose checked StableHLO is `text`, serialized at `target`."""
+    return Program(
+        stablehlo=_stablehlo.serialize(text, target),
+        stablehlo_version=target,
+        platform=platform,
+        inputs=_specs(exported.in_avals, "input"),
+        outputs=_specs(exported.out_avals, "output"),
+        custom_calls=tuple(sorted({t for t, _ in _stablehlo.custom_calls_of(text)})),
+        name=name,
+        output_tree=exported.out_tree,
+    )
 
 
 def lower(
@@ -144,61 +178,13 @@ def lower(
     array (only its shape and dtype count), or a pytree of them. `custom_calls` names
     custom-call targets that `fn` may call beyond those `jax.export` already trusts.
     """
-    leaves, tree = jax.tree.flatten(list(args))
-    with_paths, _ = jax.tree_util.tree_flatten_with_path(list(args))
-    paths = [jax.tree_util.keystr(p) for p, _ in with_paths]
-    specs = [_spec_of(leaf, f"args{path}") for leaf, path in zip(leaves, paths, strict=True)]
-    for spec, path in zip(specs, paths, strict=True):
-        if _carried_dtype(spec.dtype) is None:
-            raise UnsupportedProgramError(
-                f"args{path} has dtype {spec.dtype}, which cyxla cannot carry"
-            )
+    name = getattr(fn, "__name__", "the function")
+    leaves, tree, specs = _argument_specs(args)
     platform = choose_platform(leaves)
     target = stablehlo_target(platform)
-
-    trusted = {*custom_calls, *_ffi_checks.trusted_targets(platform)}
-    checks = [jax.export.DisabledSafetyCheck.custom_call(name) for name in sorted(trusted)]
-    jitted = fn if hasattr(fn, "trace") else jax.jit(fn, keep_unused=True)
-    try:
-        exported = jax.export.export(jitted, platforms=[platform], disabled_checks=checks)(
-            *jax.tree.unflatten(tree, specs)
-        )
-    except (NotImplementedError, ValueError) as error:
-        # Host callbacks and custom calls nobody named, explained with their targets.
-        _ffi_checks.explain_export_error(
-            error,
-            getattr(fn, "__name__", "the function"),
-            lambda: jax.make_jaxpr(jitted)(*jax.tree.unflatten(tree, specs)),
-        )
-        # jax.export refuses host callbacks before the effects check below could.
-        if "host_callbacks" not in str(error):
-            raise
-        raise UnsupportedProgramError(
-            f"{getattr(fn, '__name__', 'the function')} calls back into Python, which cyxla "
-            "cannot run (host callbacks such as jax.debug.print and jax.pure_callback need "
-            "JAX's own runtime)"
-        ) from error
-    if exported.ordered_effects or exported.unordered_effects:
-        effects = [*exported.ordered_effects, *exported.unordered_effects]
-        raise UnsupportedProgramError(
-            f"{getattr(fn, '__name__', 'the function')} has side effects cyxla cannot run: "
-            f"{effects} (host callbacks such as jax.debug.print need JAX's own runtime)"
-        )
-    if len(exported.module_kept_var_idx) != len(exported.in_avals):
-        raise UnsupportedProgramError(
-            "the function was lowered with unused arguments dropped; wrap it in "
-            "jax.jit(fn, keep_unused=True)"
-        )
-    text = _without_locations(exported.mlir_module())
-    _ffi_checks.check_lowered(text, getattr(fn, "__name__", "the function"), platform)
-    targets = sorted({target for target, _ in _ffi_checks.custom_calls_of(text)})
-    return Program(
-        stablehlo=_jax.mlir.serialize_portable_artifact(text, target),
-        stablehlo_version=target,
-        platform=platform,
-        inputs=_specs(exported.in_avals, "input"),
-        outputs=_specs(exported.out_avals, "output"),
-        custom_calls=tuple(targets),
-        name=getattr(fn, "__name__", "program"),
-        output_tree=exported.out_tree,
-    )
+    trusted = {*custom_calls, *checks.trusted_targets(platform)}
+    exported = _export(fn, jax.tree.unflatten(tree, specs), platform, trusted)
+    _check_exported(exported, name)
+    text = _stablehlo.without_locations(exported.mlir_module())
+    checks.check_lowered(text, name, platform)
+    return _program(exported, text, target, platform, getattr(fn, "__name__", "program"))

@@ -1,9 +1,9 @@
-"""Finding PJRT plugins, choosing one, and the one runtime (plugin + client) of a process."""
+"""Finding PJRT plugins and loading their libraries: the entry points of the `cyxla.plugins`
+group, the choice among them, and `dlopen` of one (clients are `_backend`'s)."""
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -11,34 +11,26 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from cyxla import _core, _custom_calls
-from cyxla._errors import PjrtError, PlatformMismatchError, PluginError, PluginNotFoundError
+from cyxla import _core
+from cyxla._errors import PluginNotFoundError
+from cyxla._platforms import PLATFORM_ORDER, normalize_platform
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PLATFORM_ENVIRONMENT_VARIABLE",
     "PLUGIN_ENVIRONMENT_VARIABLE",
-    "LoadedPlugin",
     "PluginEntry",
+    "defaults_for",
     "discover",
-    "initialize",
-    "loaded",
-    "normalize_platform",
+    "entry_for",
+    "installed_platforms",
+    "load_library",
+    "resolve",
 ]
 
 ENTRY_POINT_GROUP = "cyxla.plugins"
 PLUGIN_ENVIRONMENT_VARIABLE = "CYXLA_PJRT_PLUGIN"
 PLATFORM_ENVIRONMENT_VARIABLE = "CYXLA_PLATFORM"
-#: The order in which installed plugins are preferred when nothing else decides.
-PLATFORM_ORDER = ("cpu", "cuda", "rocm", "tpu")
-
-_ALIASES = {"host": "cpu", "gpu": "cuda"}
-
-
-def normalize_platform(name: str) -> str:
-    """The platform name cyxla and `jax.export` use: "cpu", "cuda", "rocm" or "tpu"."""
-    lowered = name.strip().lower()
-    return _ALIASES.get(lowered, lowered)
 
 
 @dataclass(frozen=True)
@@ -117,48 +109,13 @@ def load_library(path: str | os.PathLike[str]) -> _core.Plugin:
     return _core.Plugin.load(str(Path(path).resolve()))
 
 
-@dataclass(frozen=True)
-class LoadedPlugin:
-    """The plugin a process runs programs with, and its client."""
-
-    platform: str
-    library: str
-    options: Mapping[str, Any]
-    plugin: _core.Plugin = field(repr=False)
-    runtime: _core.Runtime = field(repr=False)
-
-    @property
-    def pjrt_version(self) -> tuple[int, int]:
-        return self.plugin.version
-
-
-_lock = threading.Lock()
-_loaded: LoadedPlugin | None = None
-
-
-def loaded() -> LoadedPlugin | None:
-    """The plugin this process loaded, or None before the first compile or initialize."""
-    return _loaded
-
-
-def _merge(defaults: Mapping[str, Any], options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`options` added to `defaults`; a value of None removes a default."""
-    merged = dict(defaults)
-    for name, value in (options or {}).items():
-        if value is None:
-            merged.pop(name, None)
-        else:
-            merged[name] = value
-    return merged
-
-
-def _defaults_for(platform: str) -> Mapping[str, Any]:
+def defaults_for(platform: str) -> Mapping[str, Any]:
     """The client options of the installed plugin entry for `platform` ({} if none)."""
     known = [e for e in discover() if e.platform == platform]
     return known[0].create_options if known else {}
 
 
-def _resolve(
+def resolve(
     library: str | os.PathLike[str] | None, platform: str | None
 ) -> tuple[str, str | None, bool]:
     """The library path, the platform asked for (None: any), and whether the library came
@@ -180,82 +137,3 @@ def _resolve(
             )
         platform = platforms[0]
     return entry_for(platform).library_path(), platform, False
-
-
-def _create(
-    path: str, wanted: str | None, options: Mapping[str, Any] | None, by_path: bool
-) -> LoadedPlugin:
-    """Loads the library and creates its client with the platform's default options
-    merged with `options`."""
-    plugin = load_library(path)
-    if by_path:
-        # The platform of a library given by path is known once it has a client: the
-        # first one gets the caller's options alone, and decides which defaults apply.
-        first = _merge({}, options)
-    else:
-        assert wanted is not None, "an installed entry always names its platform"
-        first = _merge(_defaults_for(wanted), options)
-    runtime = _client(plugin, first)
-    actual = normalize_platform(runtime.platform)
-    if wanted is not None and actual != wanted:
-        raise PluginError(f"the plugin {path} provides the platform '{actual}', not '{wanted}'")
-    merged = _merge(_defaults_for(actual), options)
-    if merged != first:
-        del runtime  # one client at a time: the first is destroyed before the second
-        runtime = _client(plugin, merged)
-    return LoadedPlugin(actual, path, merged, plugin, runtime)
-
-
-def _client(plugin: _core.Plugin, options: Mapping[str, Any]) -> _core.Runtime:
-    """A client of `plugin`; a failure names the options, the usual cause."""
-    try:
-        return _core.Runtime.create(plugin, dict(options))
-    except PjrtError as error:
-        raise type(error)(f"{error} (client options: {dict(options)})") from error
-
-
-def initialize(
-    library: str | os.PathLike[str] | None = None,
-    *,
-    platform: str | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> LoadedPlugin:
-    """Loads the plugin this process will use and creates its client.
-
-    `library` is a plugin's path (default: `CYXLA_PJRT_PLUGIN`, else the installed plugin
-    of `platform`); `platform` is "cpu", "cuda", "rocm" or "tpu" (default:
-    `CYXLA_PLATFORM`, else the first installed of those). `options` add to or replace
-    the default client options of the platform's plugin; None as a value removes one. A
-    process loads one plugin: calling this again with other settings raises PluginError.
-    """
-    global _loaded
-    path, wanted, by_path = _resolve(library, platform)
-    with _lock:
-        if _loaded is not None:
-            same = _loaded.library == path and wanted in (None, _loaded.platform)
-            merged = _merge(_defaults_for(_loaded.platform), options)
-            if same and (options is None or dict(_loaded.options) == merged):
-                return _loaded
-            raise PluginError(
-                f"a plugin is already loaded ({_loaded.platform}, {_loaded.library}, options "
-                f"{dict(_loaded.options)}); cyxla.initialize asked for "
-                f"{wanted or 'any platform'}, {path}, options {merged}. A process "
-                "uses one plugin: call cyxla.initialize before the first compile_program"
-            )
-        loaded = _create(path, wanted, options, by_path)
-        # Custom calls: jaxlib's handlers, JAX's registrations and cyxla's (_custom_calls).
-        _custom_calls.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
-        _loaded = loaded
-        return _loaded
-
-
-def runtime_for(platform: str) -> _core.Runtime:
-    """The runtime to run a program for `platform` with, loading the plugin if needed."""
-    current = _loaded or initialize(platform=platform)
-    if current.platform != platform:
-        raise PlatformMismatchError(
-            f"the program was lowered for '{platform}', but this process loaded the "
-            f"'{current.platform}' plugin ({current.library}); lower it for "
-            f"'{current.platform}' (e.g. with jax.default_device) or run it in another process"
-        )
-    return current.runtime

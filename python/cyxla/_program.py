@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cyxla._dtypes import ElementType, element_type_of
+from cyxla._dtypes import ElementType, dtype_of, element_type_of
 
-__all__ = ["Program", "TensorSpec", "core_specs", "output_mismatch"]
+__all__ = [
+    "Program",
+    "SpecRecords",
+    "TensorSpec",
+    "decode_specs",
+    "encode_specs",
+    "output_mismatch",
+    "spec_records",
+]
 
 
 @dataclass(frozen=True)
@@ -55,17 +64,37 @@ class Program:
     output_tree: Any = field(repr=False, compare=False)
 
 
-#: Specs as the C++ core takes and reports them: (PJRT element type, dimensions).
-CoreSpecs = list[tuple[int, list[int]]]
+#: The one encoding of specs: (PJRT element type, dimensions) per tensor, as the C++ core
+#: takes and reports them and as cache entries store them (JSON makes the pairs lists).
+SpecRecords = list[tuple[int, list[int]]]
 
 
-def core_specs(specs: tuple[TensorSpec, ...]) -> CoreSpecs:
+def encode_specs(specs: Iterable[TensorSpec]) -> SpecRecords:
+    """`specs` in the one encoding."""
     return [(int(s.element_type), list(s.shape)) for s in specs]
+
+
+def spec_records(encoded: Iterable[Any]) -> SpecRecords:
+    """Encoded specs as read back (the core's tuples, JSON's lists) in the one encoding;
+    TypeError or ValueError for anything else."""
+    return [(int(t), [int(d) for d in dims]) for t, dims in encoded]
+
+
+def decode_specs(encoded: Iterable[Any]) -> tuple[TensorSpec, ...]:
+    """The specs of an encoding; an element type may also be written by name ("F32"), as
+    entries of cyxla's program cache were before. KeyError or ValueError if malformed."""
+    return tuple(
+        TensorSpec(
+            tuple(int(d) for d in dims),
+            dtype_of(ElementType[t] if isinstance(t, str) else ElementType(int(t))),
+        )
+        for t, dims in encoded
+    )
 
 
 def output_mismatch(native: Any, program: Program) -> str | None:
     """How the outputs of a compiled or loaded executable (`_core.Executable`) differ from
     those `program` was lowered with, or None when they are the same."""
-    expected = core_specs(program.outputs)
-    actual = [(t, list(d)) for t, d in native.outputs]
+    expected = encode_specs(program.outputs)
+    actual = spec_records(native.outputs)
     return None if actual == expected else f"outputs {actual}, not {expected}"

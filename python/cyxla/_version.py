@@ -1,3 +1,3 @@
-"""The version of cyxla."""
+"""The version of cyxla: the one place it is written (pyproject.toml reads it from here)."""
 
 __version__ = "0.1.0"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from cyxla import _core, _plugins
+from cyxla import _backend, _core, _plugins
+from cyxla._errors import PluginNotFoundError
 
 
 def _describe(plugin: _core.Plugin) -> str:
@@ -31,7 +32,7 @@ def main() -> int:
     for entry in _plugins.discover():
         try:
             path = entry.library_path()
-        except _plugins.PluginNotFoundError:
+        except PluginNotFoundError:
             rows.append(
                 (
                     entry.name,
@@ -51,7 +52,7 @@ def main() -> int:
         rows[index] = (name, platform, path, status)
     for name, platform, path, status in rows:
         print(f"{name} ({platform})\n  library: {path}\n  {status}")
-    loaded = _plugins.loaded()
+    loaded = _backend.loaded()
     if loaded is not None:
         print(f"loaded in this process: {loaded.platform} from {loaded.library}")
     return 0

@@ -14,8 +14,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from cyxla import _plugins
-from cyxla._cache import cyxla_version
+from cyxla import _backend
+from cyxla._cache.store import cyxla_version
 from cyxla._program import Program
 
 __all__ = ["cache_key", "executable_key", "host_identity", "library_identity"]
@@ -35,14 +35,14 @@ def _file_identity(path: str) -> tuple[int, int]:
     return info.st_size, info.st_mtime_ns
 
 
-def library_identity(plugin: _plugins.LoadedPlugin | None = None) -> dict[str, Any]:
+def library_identity(plugin: _backend.LoadedPlugin | None = None) -> dict[str, Any]:
     """What identifies the plugin library that compiles and loads executables.
 
     Its path, size and modification time (a rebuilt or reinstalled library differs in
     one of them), its PJRT API version and its `xla_version` attribute. `plugin` defaults
     to the plugin this process loaded, loading the default one if there is none yet.
     """
-    loaded = plugin or _plugins.loaded() or _plugins.initialize()
+    loaded = plugin or _backend.loaded() or _backend.initialize()
     size, mtime_ns = _file_identity(loaded.library)
     return {
         "path": loaded.library,

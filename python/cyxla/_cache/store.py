@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cyxla._version import __version__
+
 __all__ = [
     "CACHE_ENVIRONMENT_VARIABLE",
     "DEFAULT_MAX_BYTES",
@@ -133,9 +135,7 @@ def max_bytes() -> int:
 
 
 def cyxla_version() -> str:
-    # Imported late: cyxla/__init__.py sets the version after importing this module.
-    from cyxla import __version__
-
+    """The version of cyxla that writes and reads entries (a function: tests replace it)."""
     return __version__
 
 

@@ -9,17 +9,17 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from cyxla import _custom_calls
 from cyxla._errors import CompileError, UnsupportedProgramError
-from cyxla._ffi_plugin import MISSING_FFI
-from cyxla._ffi_sources import jaxlib_targets, prepare_jaxlib
-from cyxla._ffi_targets import PYTHON_CALLBACK_TARGETS
+from cyxla._ffi import registry
+from cyxla._ffi.plugin import MISSING_FFI
+from cyxla._ffi.sources import jaxlib_targets, prepare_jaxlib
+from cyxla._ffi.targets import HOST_CALLBACK_REFUSAL, PYTHON_CALLBACK_TARGETS
+from cyxla._stablehlo import custom_calls_of
 
 __all__ = [
     "XLA_BUILTIN_TARGETS",
     "check_lowered",
     "check_program",
-    "custom_calls_of",
     "explain_compile_errors",
     "explain_export_error",
     "trusted_targets",
@@ -53,7 +53,6 @@ _CALLBACK_PRIMITIVES = {
     "debug_callback": "jax.debug.callback",
     "debug_print": "jax.debug.print",
 }
-_CUSTOM_CALL_OP = re.compile(r'stablehlo\.custom_call\s+@(?:"([^"]+)"|([\w.$-]+))')
 _MISSING_UNTYPED = re.compile(r"No registered implementation for untyped custom call to (\S+)")
 
 
@@ -61,19 +60,6 @@ def trusted_targets(platform: str) -> frozenset[str]:
     """Targets that `lower` lets through jax.export's checks without being named: the
     handlers cyxla registers from jaxlib."""
     return frozenset(jaxlib_targets()) if platform == "cpu" else frozenset()
-
-
-def custom_calls_of(text: str) -> list[tuple[str, bool]]:
-    """(target, whether it is a typed FFI call) of each custom call in StableHLO text.
-
-    A typed FFI call has api_version 4, or a dictionary as `mhlo.backend_config` (the
-    form jax.export writes); untyped calls have a string backend_config."""
-    calls = []
-    for line in text.splitlines():
-        if match := _CUSTOM_CALL_OP.search(line):
-            typed = "api_version = 4 " in line or "mhlo.backend_config = {" in line
-            calls.append((match.group(1) or match.group(2), typed))
-    return calls
 
 
 def check_lowered(text: str, function: str, platform: str) -> None:
@@ -84,8 +70,7 @@ def check_lowered(text: str, function: str, platform: str) -> None:
             continue
         if target in PYTHON_CALLBACK_TARGETS:
             raise UnsupportedProgramError(
-                f"{function} calls the custom-call target '{target}', a Python host "
-                "callback, which needs JAX's own runtime and cannot run on a PJRT plugin"
+                f"{function} calls the custom-call target '{target}', {HOST_CALLBACK_REFUSAL}"
             )
         if not typed:
             raise UnsupportedProgramError(
@@ -93,7 +78,7 @@ def check_lowered(text: str, function: str, platform: str) -> None:
                 "only typed XLA FFI handlers (jax.ffi.ffi_call with its default "
                 "custom_call_api_version=4, registered with api_version=1)"
             )
-        if (reason := _custom_calls.unsupported_reason(platform, target)) is not None:
+        if (reason := registry.unsupported_reason(platform, target)) is not None:
             raise UnsupportedProgramError(f"{function} calls '{target}': {reason}")
 
 
@@ -110,10 +95,9 @@ def explain_export_error(error: Exception, function: str, trace: Callable[[], An
         apis = sorted({api for name, api in _CALLBACK_PRIMITIVES.items() if name in primitives})
         if apis:
             raise UnsupportedProgramError(
-                f"{function} uses {' and '.join(apis)}: a Python host callback, which lowers "
-                "to the custom-call target 'xla_ffi_python_cpu_callback' (on GPUs "
-                "'xla_ffi_python_gpu_callback'), needs JAX's own runtime and cannot run on a "
-                "PJRT plugin"
+                f"{function} uses {' and '.join(apis)}: {HOST_CALLBACK_REFUSAL} (it lowers "
+                "to the custom-call target 'xla_ffi_python_cpu_callback', on GPUs "
+                "'xla_ffi_python_gpu_callback')"
             ) from error
     if "custom calls whose targets have no compatibility guarantees" in message:
         names = sorted(set(re.findall(r'stablehlo\.custom_call @"?([\w.$-]+)', message)))
@@ -141,9 +125,9 @@ def check_program(targets: Iterable[str], platform: str) -> None:
     targets = list(targets)
     prepare_jaxlib(targets)
     for target in targets:
-        if (error := _custom_calls.registration_error(target)) is not None:
+        if (error := registry.registration_error(target)) is not None:
             raise UnsupportedProgramError(error)
-        if (reason := _custom_calls.unsupported_reason(platform, target)) is not None:
+        if (reason := registry.unsupported_reason(platform, target)) is not None:
             raise UnsupportedProgramError(f"'{target}': {reason}")
 
 

@@ -5,25 +5,42 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import pkgutil
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jax._src.lib import xla_client
+from cyxla._ffi.targets import Target, target_from
+from cyxla._jaxlib import CPU_KERNEL_MODULES, CPU_KERNEL_PACKAGE, xla_client
+from cyxla._platforms import XLA_PLATFORMS
 
-from cyxla._ffi_targets import Target, target_from
-
-__all__ = ["JAXLIB_CPU_MODULES", "jax_held_targets", "jaxlib_targets", "prepare_jaxlib"]
+__all__ = [
+    "JAXLIB_CPU_MODULES",
+    "MIRROR_ENVIRONMENT_VARIABLE",
+    "jax_held_targets",
+    "jaxlib_targets",
+    "mirroring_enabled",
+    "prepare_jaxlib",
+]
 
 #: The jaxlib modules whose typed FFI handlers a CPU plugin gets, besides any other
 #: module of `jaxlib.cpu` with a `registrations()` function.
-JAXLIB_CPU_MODULES = ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
+JAXLIB_CPU_MODULES = CPU_KERNEL_MODULES
+#: Set to "0" to keep cyxla from mirroring the FFI registrations of JAX.
+MIRROR_ENVIRONMENT_VARIABLE = "CYXLA_MIRROR_JAX"
 
 _lock = threading.Lock()
 _jaxlib_targets: dict[str, Target] | None = None
 #: jaxlib's modules by target, for their initialize() before a program calls one.
 _jaxlib_modules: dict[str, Any] = {}
+
+
+def mirroring_enabled() -> bool:
+    """Whether cyxla mirrors JAX's FFI registrations (`CYXLA_MIRROR_JAX` is not 0): the
+    targets JAX holds are then a source, and later registrations are mirrored."""
+    value = os.environ.get(MIRROR_ENVIRONMENT_VARIABLE, "1").strip().lower()
+    return value not in ("0", "false", "no", "off")
 
 
 def jaxlib_targets() -> dict[str, Target]:
@@ -61,7 +78,7 @@ def jax_held_targets() -> list[Target]:
             (name, fn, xla_platform, version, traits) for name, fn, version, traits, *_ in items
         ]
     targets_of = getattr(xla_client, "custom_call_targets", None)
-    for xla_platform in ("Host", "CUDA", "ROCM") if targets_of is not None else ():
+    for xla_platform in XLA_PLATFORMS.values() if targets_of is not None else ():
         try:
             registry = targets_of(xla_platform)
         except Exception:  # a platform this jaxlib does not know
@@ -80,8 +97,8 @@ def _jaxlib_cpu_modules() -> list[Any]:
     """jaxlib's CPU modules that have a `registrations()` function."""
     names = list(JAXLIB_CPU_MODULES)
     with contextlib.suppress(ImportError):
-        package = importlib.import_module("jaxlib.cpu")
-        names += [f"jaxlib.cpu.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+        package = importlib.import_module(CPU_KERNEL_PACKAGE)
+        names += [f"{CPU_KERNEL_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
     modules = []
     for name in dict.fromkeys(names):
         try:

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PYTHON_CALLBACK_TARGETS", "XLA_PLATFORMS", "Target", "target_from"]
+from cyxla._platforms import XLA_PLATFORMS, normalize_platform
+
+__all__ = ["HOST_CALLBACK_REFUSAL", "PYTHON_CALLBACK_TARGETS", "Target", "target_from"]
 
 #: The targets of JAX's Python host callbacks (`jax.pure_callback`,
 #: `jax.experimental.io_callback`, `jax.debug.print`, `jax.debug.callback`).
@@ -18,8 +20,10 @@ PYTHON_CALLBACK_TARGETS = frozenset(
     for prefix in ("xla_ffi", "xla_ffi_partitioned", "xla_buffer", "xla")
     for device in ("cpu", "gpu")
 )
-#: XLA's platform names, as the FFI registry knows them, by cyxla's platform.
-XLA_PLATFORMS = {"cpu": "Host", "cuda": "CUDA", "rocm": "ROCM"}
+#: Why cyxla refuses Python host callbacks: every message that refuses one says this.
+HOST_CALLBACK_REFUSAL = (
+    "a Python host callback, which needs JAX's own runtime and cannot run on a PJRT plugin"
+)
 _TARGET_NAME = re.compile(r"[^\"\\\x00-\x1f]+")
 
 
@@ -48,17 +52,13 @@ def target_from(
     for arguments that are wrong whatever the plugin."""
     if not isinstance(name, str) or not _TARGET_NAME.fullmatch(name):
         raise ValueError(f"invalid custom-call target name {name!r}")
-    from cyxla import _plugins
-
-    cyxla_platform = _plugins.normalize_platform(platform)
+    cyxla_platform = normalize_platform(platform)
 
     def unsupported(reason: str) -> Target:
         return Target(name, cyxla_platform, 0, traits, origin, reason)
 
     if name in PYTHON_CALLBACK_TARGETS:
-        return unsupported(
-            "a Python host callback needs JAX's own runtime and cannot run on a PJRT plugin"
-        )
+        return unsupported(f"it is {HOST_CALLBACK_REFUSAL}")
     if cyxla_platform not in XLA_PLATFORMS:
         raise ValueError(
             f"cannot register '{name}' for the platform '{platform}': custom calls are "

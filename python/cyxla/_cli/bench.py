@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import cyxla
-from cyxla import _benchmark, _plugins
+from cyxla import _backend, _benchmark
 from cyxla._abi import HOST_ALIGNMENT
 
 __all__ = ["add_arguments", "main"]
@@ -86,7 +86,7 @@ def measure(case: Case, threads: int, rounds: int) -> tuple[dict[str, float], di
     inputs = [_aligned(a) for a in case.inputs]
     outputs = [_aligned(np.empty(s.shape, s.dtype)) for s in executable.outputs]
     types = [int(s.element_type) for s in executable.inputs]
-    pointers = executable.native._pjrt_pointers()
+    pointers = executable._native._pjrt_pointers()
     jitted = jax.jit(case.function)
     on_device = [jnp.asarray(a) for a in case.inputs]
     handle = executable.handle
@@ -137,7 +137,7 @@ def _report(
         programs[name]["pjrt_floor_phases_ns"] = {k: round(v, 1) for k, v in phases.items()}
     return {
         "threads": threads,
-        "platform": loaded.platform if (loaded := _plugins.loaded()) else None,
+        "platform": loaded.platform if (loaded := _backend.loaded()) else None,
         "programs": programs,
     }
 

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jax._src.lib import _jax, xla_client
-
-from cyxla import _core
+from cyxla import _core, _stablehlo
 from cyxla._errors import CompileError
-from cyxla._ffi_targets import XLA_PLATFORMS, Target
+from cyxla._ffi.targets import Target
+from cyxla._jaxlib import xla_client
+from cyxla._platforms import XLA_PLATFORMS
 
 __all__ = ["MISSING_FFI", "Registration", "register"]
 
@@ -92,15 +92,13 @@ def register(
 def _probe(plugin: _core.Plugin, runtime: _core.Runtime, names: list[str]) -> str | None:
     """Compiles a program that calls each target of `names` and returns the first one
     the plugin has no handler for, or None when it has them all."""
-    from cyxla import _lowering
-
     calls = "".join(
         f'    stablehlo.custom_call @"{name}"() '
         "{api_version = 4 : i32, has_side_effect = true} : () -> ()\n"
         for name in names
     )
     text = f"module @cyxla_ffi_probe {{\n  func.func public @main() {{\n{calls}    return\n  }}\n}}"
-    code = _jax.mlir.serialize_portable_artifact(text, _lowering.stablehlo_target_of(plugin))
+    code = _stablehlo.serialize(text, _stablehlo.stablehlo_target_of(plugin))
     options = xla_client.CompileOptions().SerializeAsString()
     try:
         runtime.compile(code, options, [])

@@ -7,7 +7,7 @@ import datetime
 import os
 import warnings
 
-from cyxla import _cache
+from cyxla._cache import store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,33 +36,33 @@ def _files(count: int) -> str:
 
 def _where() -> str:
     """Which setting chose the directory."""
-    variable = _cache.CACHE_ENVIRONMENT_VARIABLE
+    variable = store.CACHE_ENVIRONMENT_VARIABLE
     if variable in os.environ:
         return f"{variable}={os.environ[variable]!r}"
     return f"the default; set {variable} to move it, or to 0 to turn the cache off"
 
 
 def _info() -> int:
-    directory = _cache.cache_directory()
+    directory = store.cache_directory()
     if directory is None:
         print(f"the disk cache is off ({_where()})")
         return 0
     print(f"directory: {directory} ({_where()})")
-    bound = _cache.max_bytes()
-    print(f"size bound: {_size(bound)} ({_cache.MAX_BYTES_ENVIRONMENT_VARIABLE})")
-    for kind in _cache.KINDS:
+    bound = store.max_bytes()
+    print(f"size bound: {_size(bound)} ({store.MAX_BYTES_ENVIRONMENT_VARIABLE})")
+    for kind in store.KINDS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the refusal is printed below instead
             try:
-                _cache.open_store(kind, create=False)
-            except _cache.CacheRefusedError as error:
+                store.open_store(kind, create=False)
+            except store.CacheRefusedError as error:
                 print(f"refused, so not used: {error}")
                 break
-    listing = sorted(_cache.entries(), key=lambda item: item.last_used, reverse=True)
+    listing = sorted(store.entries(), key=lambda item: item.last_used, reverse=True)
     total = sum(item.size for item in listing)
     print(f"{_files(len(listing))}, {_size(total)}")
     for item in listing:
-        header = _cache.peek(item.path) or {}
+        header = store.peek(item.path) or {}
         used = datetime.datetime.fromtimestamp(item.last_used).isoformat(
             sep=" ", timespec="seconds"
         )
@@ -78,12 +78,12 @@ def _info() -> int:
 
 
 def _clear() -> int:
-    directory = _cache.cache_directory()
+    directory = store.cache_directory()
     if directory is None:
         print(f"the disk cache is off ({_where()}); nothing to clear")
         return 0
     try:
-        removed, freed = _cache.clear()
+        removed, freed = store.clear()
     except OSError as error:
         print(f"could not clear the cache at {directory}: {error}")
         return 1

@@ -15,10 +15,9 @@ from typing import Any
 
 import jax
 
-from cyxla import _cache
-from cyxla._dtypes import ElementType, dtype_of
+from cyxla._cache import store
 from cyxla._errors import UnsupportedProgramError
-from cyxla._program import Program, TensorSpec
+from cyxla._program import Program, decode_specs, encode_specs
 
 __all__ = ["load_lowered", "store_lowered"]
 
@@ -75,17 +74,6 @@ def _decode_tree(encoded: Any) -> Any:
     return jax.tree.structure(_example(encoded))
 
 
-def _encode_specs(specs: tuple[TensorSpec, ...]) -> list[Any]:
-    return [[s.element_type.name, list(s.shape)] for s in specs]
-
-
-def _decode_specs(encoded: Any) -> tuple[TensorSpec, ...]:
-    return tuple(
-        TensorSpec(tuple(int(d) for d in shape), dtype_of(ElementType[name]))
-        for name, shape in encoded
-    )
-
-
 def _describe(program: Program) -> dict[str, Any]:
     """The header of `program`'s entry; UnsupportedProgramError if its output cannot be kept."""
     tree = _encode_tree(program.output_tree)
@@ -97,8 +85,8 @@ def _describe(program: Program) -> dict[str, Any]:
         "name": program.name,
         "platform": program.platform,
         "stablehlo_version": program.stablehlo_version,
-        "inputs": _encode_specs(program.inputs),
-        "outputs": _encode_specs(program.outputs),
+        "inputs": encode_specs(program.inputs),
+        "outputs": encode_specs(program.outputs),
         "custom_calls": list(program.custom_calls),
         "output_tree": tree,
     }
@@ -109,8 +97,8 @@ def _program(description: Mapping[str, Any], stablehlo: bytes) -> Program:
         stablehlo=stablehlo,
         stablehlo_version=str(description["stablehlo_version"]),
         platform=str(description["platform"]),
-        inputs=_decode_specs(description["inputs"]),
-        outputs=_decode_specs(description["outputs"]),
+        inputs=decode_specs(description["inputs"]),
+        outputs=decode_specs(description["outputs"]),
         custom_calls=tuple(str(c) for c in description["custom_calls"]),
         name=str(description["name"]),
         output_tree=_decode_tree(description["output_tree"]),
@@ -133,10 +121,10 @@ def store_lowered(key: str, program: Program) -> bool:
     _check_key(key)
     description = _describe(program)
     try:
-        return _cache.write(_KIND, key, {"program": description}, program.stablehlo) is not None
-    except _cache.CacheRefusedError:
+        return store.write(_KIND, key, {"program": description}, program.stablehlo) is not None
+    except store.CacheRefusedError:
         return False  # already warned
-    except (OSError, _cache.EntryTooLargeError) as error:
+    except (OSError, store.EntryTooLargeError) as error:
         warnings.warn(
             f"cyxla cache: could not store the program {program.name}: {error}", stacklevel=2
         )
@@ -151,10 +139,10 @@ def load_lowered(key: str) -> Program | None:
     """
     _check_key(key)
     try:
-        entry = _cache.read(_KIND, key)
-    except _cache.CacheRefusedError:
+        entry = store.read(_KIND, key)
+    except store.CacheRefusedError:
         return None  # already warned
-    except _cache.EntryError as error:
+    except store.EntryError as error:
         warnings.warn(f"cyxla cache: ignored an entry: {error}", stacklevel=2)
         return None
     if entry is None:

@@ -6,9 +6,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from cyxla import _cache, _core, _plugins
-from cyxla._cache_keys import executable_key, library_identity
-from cyxla._program import CoreSpecs, Program, output_mismatch
+from cyxla import _backend, _core
+from cyxla._cache import store as _store
+from cyxla._cache.keys import executable_key, library_identity
+from cyxla._program import Program, SpecRecords, output_mismatch, spec_records
 
 __all__ = ["Lookup", "load", "store"]
 
@@ -30,16 +31,20 @@ class Lookup:
     identity: dict[str, Any] | None
 
 
-def _specs(specs: CoreSpecs) -> list[list[Any]]:
-    return [[int(t), [int(d) for d in shape]] for t, shape in specs]
+def _same_specs(recorded: Any, specs: SpecRecords) -> bool:
+    """Whether an entry's recorded input specs (JSON, unchecked) are `specs`."""
+    try:
+        return spec_records(recorded) == specs
+    except (TypeError, ValueError):
+        return False
 
 
 def load(
-    program: Program, loaded: _plugins.LoadedPlugin, compile_options: bytes, specs: CoreSpecs
+    program: Program, loaded: _backend.LoadedPlugin, compile_options: bytes, specs: SpecRecords
 ) -> Lookup:
     """Looks `program` up; a damaged, foreign or unsafe entry is a miss with an error."""
     start = time.perf_counter()
-    if _cache.cache_directory() is None:
+    if _store.cache_directory() is None:
         return Lookup(None, 0.0, None, None, None)
     try:
         identity = library_identity(loaded)
@@ -47,28 +52,28 @@ def load(
         return Lookup(
             None, time.perf_counter() - start, f"cannot identify the plugin: {error}", None, None
         )
-    key = executable_key(program, compile_options, identity, loaded.options, _cache.cyxla_version())
+    key = executable_key(program, compile_options, identity, loaded.options, _store.cyxla_version())
     try:
-        entry = _cache.read(_KIND, key)
-    except _cache.CacheRefusedError as error:
+        entry = _store.read(_KIND, key)
+    except _store.CacheRefusedError as error:
         return Lookup(None, time.perf_counter() - start, str(error), None, None)
-    except _cache.EntryError as error:
+    except _store.EntryError as error:
         return Lookup(None, time.perf_counter() - start, str(error), key, identity)
     native, error = (None, None) if entry is None else _use(entry, loaded, program, specs, identity)
     return Lookup(native, time.perf_counter() - start, error, key, identity)
 
 
 def _use(
-    entry: _cache.Entry,
-    loaded: _plugins.LoadedPlugin,
+    entry: _store.Entry,
+    loaded: _backend.LoadedPlugin,
     program: Program,
-    specs: CoreSpecs,
+    specs: SpecRecords,
     identity: dict[str, Any],
 ) -> tuple[_core.Executable | None, str | None]:
     """The executable in a checked entry, or None and why it cannot be used."""
     if entry.header.get("plugin") != identity:
         return None, f"{entry.path} was written by another plugin: {entry.header.get('plugin')}"
-    if entry.header.get("inputs") != _specs(specs):
+    if not _same_specs(entry.header.get("inputs"), specs):
         return None, f"{entry.path} was compiled for other inputs: {entry.header.get('inputs')}"
     try:
         native = loaded.runtime.deserialize(entry.payload, specs)
@@ -81,7 +86,7 @@ def _use(
 
 
 def store(
-    lookup: Lookup, program: Program, native: _core.Executable, specs: CoreSpecs
+    lookup: Lookup, program: Program, native: _core.Executable, specs: SpecRecords
 ) -> str | None:
     """Stores a compiled executable under the key `load` made; returns why not, if it failed."""
     if lookup.key is None:
@@ -91,11 +96,11 @@ def store(
             "name": program.name,
             "platform": program.platform,
             "plugin": lookup.identity,
-            "inputs": _specs(specs),
+            "inputs": specs,
             "fingerprint": native.fingerprint().hex(),
         }
-        _cache.write(_KIND, lookup.key, header, native.serialize())
-    except _cache.CacheRefusedError as error:
+        _store.write(_KIND, lookup.key, header, native.serialize())
+    except _store.CacheRefusedError as error:
         return str(error)
     except Exception as error:  # the program runs anyway; the next start compiles again
         return f"could not store the executable: {error}"

@@ -1,0 +1,1 @@
+"""The commands of `python -m cyxla` (see `cyxla/__main__.py`), one module each."""
