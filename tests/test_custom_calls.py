@@ -1,7 +1,7 @@
 """Custom calls: jaxlib's handlers on the plugin, user FFI targets, mirroring jax.ffi, and
 the errors for what a plugin cannot run.
 
-The user handler (tests/ffi_handler/handlers.cc) is built here against the FFI headers
+The user handler (tests/native/handlers.cc) is built here against the FFI headers
 that jaxlib ships, computes y = x * factor + 1, and is compared with jax.jit running the
 same handler through JAX's own registration."""
 
@@ -33,7 +33,7 @@ from conftest import run_python
 from native_api import OK, Error, Input, ProgramSpec, table
 
 HERE = Path(__file__).resolve().parent
-SOURCES = HERE / "ffi_handler"
+SOURCES = HERE / "native"
 SRC = HERE.parent / "src"
 F32 = int(cx.ElementType.F32)
 FACTOR = np.float32(2.5)
@@ -50,7 +50,7 @@ def compile_cxx(source: Path, *arguments: str) -> subprocess.CompletedProcess[st
 
 @pytest.fixture(scope="session")
 def handler_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/ffi_handler/handlers.cc built into a shared library."""
+    """tests/native/handlers.cc built into a shared library."""
     output = tmp_path_factory.mktemp("ffi_handler") / "libcyxla_test_handlers.so"
     result = compile_cxx(SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output))
     assert result.returncode == 0, result.stderr
@@ -151,7 +151,7 @@ def test_a_linalg_program_from_the_cache_runs_in_a_fresh_process(tmp_path: Path)
 
 
 def fake_plugin(layout: int, directory: Path) -> Path:
-    """tests/ffi_handler/fake_plugin.c built for one layout of the FFI extension."""
+    """tests/native/fake_plugin.c built for one layout of the FFI extension."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     assert compiler, "the custom-call tests need a C compiler (cc)"
     output = directory / f"libcyxla_fake_plugin_{layout}.so"
