@@ -142,34 +142,12 @@ def compile_c(
     return output
 
 
-_FAKE_PLUGIN = r"""
-/* A library that looks like a PJRT plugin up to GetPjrtApi, with the version, table
- * size and slots the test chooses: every function slot is null. */
-#include <string.h>
-
-#include "pjrt/pjrt_c_api.h"
-
-static PJRT_Api api;
-
-const PJRT_Api* GetPjrtApi(void) {
-  if (FAKE_NULL_API) return NULL;
-  memset(&api, 0, sizeof api);
-  api.struct_size = FAKE_STRUCT_SIZE;
-  api.pjrt_api_version.struct_size = sizeof(PJRT_Api_Version);
-  api.pjrt_api_version.major_version = FAKE_MAJOR;
-  api.pjrt_api_version.minor_version = FAKE_MINOR;
-  return &api;
-}
-"""
-
-
 @pytest.fixture(scope="session")
 def fake_plugin(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     """Builds (once per arguments) a fake plugin whose GetPjrtApi reports `major.minor`,
     a table of `struct_size` bytes (default: our full PJRT_Api), or no table at all."""
     directory = tmp_path_factory.mktemp("fake_plugins")
-    source = directory / "fake_plugin.c"
-    source.write_text(_FAKE_PLUGIN)
+    source = Path(__file__).parent / "native" / "table_only_plugin.c"
     built: dict[tuple[int, int, str, bool], Path] = {}
 
     def build(
