@@ -24,7 +24,7 @@ import cyxla as cx
 from cyxla import _benchmark, _core
 
 from conftest import compile_c
-from native_api import (
+from support import (
     INTERNAL,
     INVALID_ARGUMENT,
     OK,

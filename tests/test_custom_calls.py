@@ -30,7 +30,7 @@ from cyxla._ffi import mirror, registry
 from cyxla._ffi import sources as ffi_sources
 
 from conftest import run_python
-from native_api import OK, Error, Input, ProgramSpec, table
+from support import OK, Error, Input, ProgramSpec, table
 
 HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "native"

@@ -21,7 +21,7 @@ import pytest
 import cyxla
 from cyxla import _benchmark
 
-from native_api import (
+from support import (
     INVALID_ARGUMENT,
     OK,
     RELEASED,
