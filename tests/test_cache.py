@@ -31,7 +31,7 @@ from cyxla.__main__ import main as cli
 from cyxla._cache import keys as cache_keys
 from cyxla._cache import store
 
-from conftest import run_cyxla, run_python
+from support import run_cyxla, run_python
 
 # ------------------------------------------------------------------ helpers
 

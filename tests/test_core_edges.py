@@ -23,7 +23,6 @@ import pytest
 import cyxla as cx
 from cyxla import _benchmark, _core
 
-from conftest import compile_c
 from support import (
     INTERNAL,
     INVALID_ARGUMENT,
@@ -34,6 +33,7 @@ from support import (
     Error,
     Input,
     ProgramSpec,
+    compile_c,
     table,
 )
 

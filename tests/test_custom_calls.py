@@ -29,8 +29,7 @@ from cyxla import _core
 from cyxla._ffi import mirror, registry
 from cyxla._ffi import sources as ffi_sources
 
-from conftest import run_python
-from support import OK, Error, Input, ProgramSpec, table
+from support import OK, Error, Input, ProgramSpec, run_python, table
 
 HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "native"

@@ -24,7 +24,7 @@ import pytest
 
 import cyxla as cx
 
-from conftest import installed_header
+from support import installed_header
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 #: The dtypes the spec lists: bool, 8 to 64-bit integers, float16, bfloat16, float32,

@@ -17,7 +17,7 @@ import pytest
 import cyxla as cx
 from cyxla import _core, _plugins
 
-from conftest import plugin_library, run_steps
+from support import plugin_library, run_steps
 
 
 def add(x: jax.Array, y: jax.Array) -> jax.Array:

@@ -20,7 +20,7 @@ import pytest
 import cyxla as cx
 from cyxla import _backend, _core, _plugins
 
-from conftest import plugin_library, run_cyxla, run_steps
+from support import plugin_library, run_cyxla, run_steps
 
 CPU_DEFAULTS = {"cpu_device_count": 1, "asynchronous": False}
 
