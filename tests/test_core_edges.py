@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import gc
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -437,39 +436,6 @@ def test_registry_grows_past_one_chunk(
     del handles
     gc.collect()
     assert table().get_spec(values[-1], ctypes.byref(spec), ctypes.byref(error)) == RELEASED
-
-
-def test_release_waits_for_calls_in_flight(
-    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
-) -> None:
-    """The last release of a handle returns only after the calls running on it end."""
-    program = cx.lower(lambda x: jnp.tanh(x @ x), [jax.ShapeDtypeStruct((400, 400), jnp.float32)])
-    executable = cx.compile_program(program)[0]
-    handle = _core.NativeHandle(executable._native)
-    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
-    assert table().get_spec(handle.value, ctypes.byref(spec), ctypes.byref(error)) == OK
-    x = np.full((400, 400), 0.001, np.float32)
-    y = np.zeros((400, 400), np.float32)
-    inputs = (Input * 1)(Input(x.ctypes.data, F32, x.nbytes))
-    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
-    statuses: list[int] = []
-
-    def worker() -> None:
-        own = Error()
-        for _ in range(200):
-            status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(own))
-            statuses.append(status)
-            if status != OK:
-                break
-
-    thread = threading.Thread(target=worker)
-    thread.start()
-    while not statuses:
-        pass
-    del handle  # the Python executable's own handle is another one
-    table().release_spec(ctypes.byref(spec))  # the last reference, while calls run
-    thread.join()
-    assert statuses[-1] == RELEASED and set(statuses[:-1]) == {OK}
 
 
 # ---------------------------------------------------------------- FFI registration
