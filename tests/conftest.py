@@ -3,14 +3,20 @@ and hooks live here; the helpers that tests share live in support.py."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import pytest
 
-from support import compile_c, run_python, x64_mode
+import cyxla as cx
+from cyxla import _core
+
+from support import F32, compile_c, run_python, set_outputs, x64_mode
 
 
 @pytest.fixture
@@ -76,6 +82,38 @@ def fake_plugin(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]
     return build
 
 
+# ------------------------------------------------------------------ the scripted plugin
+
+
+@pytest.fixture(scope="session")
+def scripted(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[_core.Plugin, ctypes.CDLL]]:
+    source = Path(__file__).parent / "native" / "scripted_plugin.c"
+    library = compile_c(source, tmp_path_factory.mktemp("scripted") / "libscripted.so", shared=True)
+    control = ctypes.CDLL(str(library))
+    control.fake_calls.restype = ctypes.c_long
+    control.fake_destroyed_errors.restype = ctypes.c_long
+    control.fake_options_seen.restype = ctypes.c_char_p
+    plugin = _core.Plugin.load(str(library))
+    yield plugin, control
+    control.fake_fail(b"")
+
+
+@pytest.fixture
+def control(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> Iterator[ctypes.CDLL]:
+    """The script, reset after each test: nothing fails, platform "fake", one device,
+    programs with one f32[3] output."""
+    lib = scripted[1]
+    yield lib
+    lib.fake_fail(b"")
+    lib.fake_get_code_fails(0)
+    lib.fake_null_fingerprint(0)
+    lib.fake_platform(b"fake")
+    lib.fake_devices(1)
+    set_outputs(lib, [F32], [[3]])
+
+
 # ------------------------------------------------------------------ x64
 
 
@@ -84,3 +122,12 @@ def x64() -> Iterator[None]:
     """Turns on jax_enable_x64 for one test, and restores the setting after it."""
     with x64_mode(True):
         yield
+
+
+# ------------------------------------------------------------------ executables
+
+
+@pytest.fixture(scope="module")
+def sin_executable() -> cx.Executable:
+    program = cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    return cx.compile_program(program)[0]

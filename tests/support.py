@@ -147,6 +147,14 @@ def compile_fn(fn: Callable[..., Any], args: Sequence[Any]) -> cx.Executable:
     return executable
 
 
+# ------------------------------------------------------------------ element types
+
+
+F32 = int(cx.ElementType.F32)
+F64 = int(cx.ElementType.F64)
+F8E5M2 = 19  # PJRT_Buffer_Type_F8E5M2: a type cyxla does not carry
+
+
 # ------------------------------------------------------------------ the native API (cyxla/cyxla.h)
 
 OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL = range(6)
@@ -214,3 +222,23 @@ def table() -> Api:
     get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
     address = get_pointer(_core._C_API, b"cyxla._core._C_API")
     return Api.from_address(address)
+
+
+# ------------------------------------------------------------------ the scripted plugin
+# (tests/native/scripted_plugin.c; its fixtures are in conftest.py)
+
+
+def set_outputs(lib: ctypes.CDLL, types: list[int], shapes: list[list[int]]) -> None:
+    flat = [d for shape in shapes for d in shape] or [0]
+    lib.fake_outputs(
+        ctypes.c_size_t(len(types)),
+        (ctypes.c_int * max(1, len(types)))(*types),
+        ctypes.c_size_t(len(shapes)),
+        (ctypes.c_size_t * max(1, len(shapes)))(*[len(s) for s in shapes]),
+        (ctypes.c_int64 * len(flat))(*flat),
+    )
+
+
+def runtime(scripted: tuple[_core.Plugin, ctypes.CDLL], platform: bytes = b"fake") -> _core.Runtime:
+    scripted[1].fake_platform(platform)
+    return _core.Runtime.create(scripted[0], {})

@@ -29,12 +29,11 @@ from cyxla import _core
 from cyxla._ffi import mirror, registry
 from cyxla._ffi import sources as ffi_sources
 
-from support import OK, Error, Input, ProgramSpec, run_python, table
+from support import F32, OK, Error, Input, ProgramSpec, run_python, table
 
 HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "native"
 SRC = HERE.parent / "src"
-F32 = int(cx.ElementType.F32)
 FACTOR = np.float32(2.5)
 
 
@@ -210,6 +209,15 @@ def test_an_unknown_layout_of_the_ffi_extension(tmp_path: Path) -> None:
         _core._ffi_version(plugin)
     assert "cyxla knows the 40, 60 and 52-byte layouts" in str(info.value)
     assert "expected 48, got 0" in str(info.value)
+
+
+def test_plugin_without_register_handler(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:
+    with pytest.raises(cx.PluginVersionError) as caught:
+        _core._ffi_version(scripted[0])
+    assert str(caught.value) == (
+        f"the PJRT FFI extension of {scripted[0].path} cannot register handlers (it predates "
+        "register_handler, added to XLA in 2025-08); install a newer plugin"
+    )
 
 
 # ---------------------------------------------------------------- a user handler
@@ -513,6 +521,48 @@ def test_a_handler_that_refuses_its_metadata_call_is_refused(handlers: ctypes.CD
     message = str(info.value)
     assert "'cyxla_test_refusing' refused XLA's metadata call" in message
     assert "CyxlaTestRefusingHandler refuses every call" in message
+
+
+def test_registering_a_null_handler(sin_executable: cx.Executable) -> None:
+    plugin = cx.initialize().plugin
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        _core.register_ffi_handler(plugin, "cyxla_test_null", 0, "Host")
+    assert str(caught.value) == "the XLA FFI handler of 'cyxla_test_null' is a null pointer"
+
+
+def test_a_handler_that_throws_at_its_metadata_call(tmp_path: Path) -> None:
+    source = tmp_path / "throwing.cc"
+    source.write_text(
+        '#include <stdexcept>\nextern "C" void* cyxla_test_throwing(void*) '
+        '{ throw std::runtime_error("thrown by the handler"); }\n'
+    )
+    library = tmp_path / "libthrowing.so"
+    subprocess.run(["c++", "-shared", "-fPIC", "-o", library, source], check=True)
+    handler = ctypes.CDLL(str(library)).cyxla_test_throwing
+    address = ctypes.cast(handler, ctypes.c_void_p).value
+    plugin = cx.initialize().plugin
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        _core.register_ffi_handler(plugin, "cyxla_test_throwing", address, "Host")
+    assert (
+        "'cyxla_test_throwing' refused XLA's metadata call (an exception: thrown by the "
+        "handler)" in str(caught.value)
+    )
+
+
+def test_the_version_probe_is_no_custom_call() -> None:
+    def call_probe(x: jax.Array) -> jax.Array:
+        return jax.ffi.ffi_call("cyxla_ffi_version_probe", jax.ShapeDtypeStruct(x.shape, x.dtype))(
+            x
+        )
+
+    program = cx.lower(
+        call_probe,
+        [jax.ShapeDtypeStruct((3,), jnp.float32)],
+        custom_calls=["cyxla_ffi_version_probe"],
+    )
+    executable = cx.compile_program(program)[0]
+    with pytest.raises(cx.PjrtError, match="cyxla_ffi_version_probe is not a custom call"):
+        executable.run([np.zeros(3, np.float32)])
 
 
 def test_registration_arguments_are_checked(handlers: ctypes.CDLL) -> None:

@@ -19,21 +19,25 @@ import numpy as np
 import pytest
 
 import cyxla
-from cyxla import _benchmark
+from cyxla import _benchmark, _core
 
 from support import (
+    F32,
+    F64,
+    INTERNAL,
     INVALID_ARGUMENT,
     OK,
+    PJRT,
     RELEASED,
     TYPE_MISMATCH,
     Api,
     Error,
     Input,
     ProgramSpec,
+    runtime,
+    set_outputs,
     table,
 )
-
-F32, F64 = int(cyxla.ElementType.F32), int(cyxla.ElementType.F64)
 
 
 def sin2(x: jax.Array) -> jax.Array:
@@ -192,6 +196,98 @@ def test_execute_refuses_bad_arguments(
     np.testing.assert_array_equal(y, 7.0)  # nothing ran
 
 
+@pytest.mark.parametrize(
+    ("platform", "failing", "message"),
+    [
+        (b"fake", "PJRT_Client_BufferFromHostBuffer", "PJRT_Client_BufferFromHostBuffer failed"),
+        (b"fake", "PJRT_LoadedExecutable_Execute", "PJRT_LoadedExecutable_Execute failed"),
+        (b"fake", "PJRT_Event_Await", "executing the program failed"),
+        (b"fake", "PJRT_Buffer_ToHostBuffer", "PJRT_Buffer_ToHostBuffer failed"),
+        (
+            b"cpu",
+            "PJRT_Buffer_OpaqueDeviceMemoryDataPointer",
+            "PJRT_Buffer_OpaqueDeviceMemoryDataPointer failed",
+        ),
+    ],
+)
+def test_execute_errors_through_the_c_api(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+    control: ctypes.CDLL,
+    platform: bytes,
+    failing: str,
+    message: str,
+) -> None:
+    executable = runtime(scripted, platform).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(handle.value, ctypes.byref(spec), ctypes.byref(error)) == OK
+    x, y = np.ones(3, np.float32), np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, F32, 12))
+    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    control.fake_fail(failing.encode())
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    control.fake_fail(b"")
+    assert status == error.status == PJRT
+    assert error.message.decode() == (f"execute: {message}: scripted failure of {failing}")
+    # The executable still works once the plugin does.
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    assert status == OK and error.message == b""
+    np.testing.assert_array_equal(y, x)
+    table().release_spec(ctypes.byref(spec))
+
+
+def test_staging_an_unaligned_input_too_large_to_allocate(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    # A (declared) input of 2**60 bytes: the aligned copy of an unaligned pointer cannot
+    # be allocated, which the C API reports as out of memory, running nothing.
+    set_outputs(control, [F32], [[1]])
+    executable = runtime(scripted, b"cpu").compile(b"x", b"", [(F32, [1 << 58])])
+    handle = _core.NativeHandle(executable)
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(handle.value, ctypes.byref(spec), ctypes.byref(error)) == OK
+    assert spec.input_bytes[0] == 1 << 60
+    memory = np.zeros(16, np.uint8)
+    unaligned = memory.ctypes.data | 1
+    inputs = (Input * 1)(Input(unaligned, F32, 1 << 60))
+    y = np.zeros(1, np.float32)
+    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    calls = control.fake_calls(b"PJRT_LoadedExecutable_Execute")
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    assert status == error.status == INTERNAL
+    assert error.message == b"execute: out of memory"
+    assert control.fake_calls(b"PJRT_LoadedExecutable_Execute") == calls
+    table().release_spec(ctypes.byref(spec))
+
+
+@pytest.mark.parametrize("which", ["inputs", "outputs"])
+def test_null_arrays_are_refused(sin_executable: cyxla.Executable, which: str) -> None:
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error))
+    x = np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, F32, 12))
+    outputs = (ctypes.c_void_p * 1)(x.ctypes.data)
+    status = table().execute(
+        ctypes.byref(spec),
+        None if which == "inputs" else inputs,
+        1,
+        None if which == "outputs" else outputs,
+        1,
+        ctypes.byref(error),
+    )
+    table().release_spec(ctypes.byref(spec))
+    assert status == INVALID_ARGUMENT
+    assert error.message == b"execute: inputs or outputs is NULL"
+
+
+def test_null_spec_and_null_error_are_safe(sin_executable: cyxla.Executable) -> None:
+    error = Error()
+    assert table().get_spec(sin_executable.handle, None, ctypes.byref(error)) == INVALID_ARGUMENT
+    assert error.message == b"get_spec: spec is NULL"
+    assert table().get_spec(sin_executable.handle, None, None) == INVALID_ARGUMENT
+    table().release_spec(None)
+
+
 def test_released_spec_is_refused(executable: cyxla.Executable) -> None:
     _, spec, _ = get_spec(executable.handle)
     handle = spec.executable
@@ -237,6 +333,42 @@ def test_a_handle_dies_with_its_python_executable() -> None:
     status, _, error = get_spec(handle)
     assert status == RELEASED
     assert b"no executable has the handle" in error.message
+
+
+def test_releasing_a_foreign_or_stale_spec_changes_nothing(
+    sin_executable: cyxla.Executable,
+) -> None:
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error)) == OK
+    handle = spec.executable
+    table().release_spec(ctypes.byref(spec))
+    for stale in (handle + (5 << 32), 12345):  # a wrong generation, an unknown slot
+        foreign = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec), executable=stale)
+        table().release_spec(ctypes.byref(foreign))
+        assert foreign.executable == 0
+    # The Python executable's own reference is untouched: the handle still works.
+    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK
+    table().release_spec(ctypes.byref(spec))
+
+
+def test_registry_grows_past_one_chunk(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    executable = runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    handles = [_core.NativeHandle(executable) for _ in range(2100)]
+    values = [h.value for h in handles]
+    assert len(set(values)) == 2100 and 0 not in values
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    x, y = np.arange(3, dtype=np.float32), np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, F32, 12))
+    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    assert table().get_spec(values[-1], ctypes.byref(spec), ctypes.byref(error)) == OK
+    assert table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error)) == OK
+    np.testing.assert_array_equal(y, x)
+    table().release_spec(ctypes.byref(spec))
+    del handles
+    gc.collect()
+    assert table().get_spec(values[-1], ctypes.byref(spec), ctypes.byref(error)) == RELEASED
 
 
 def test_aligned_memory() -> None:
@@ -313,6 +445,26 @@ def test_threads_see_a_table_that_differs_from_the_jit_when_wrong(
     rows = np.zeros((4, 3), np.float32)
     wrong = _benchmark._check_threads(executable.handle, rows, rows + 1, 10, 2)
     assert wrong == 20
+
+
+# ---------------------------------------------------------------------- the native loops
+
+
+def test_benchmark_loops(sin_executable: cyxla.Executable) -> None:
+    x = np.array([0.5, 1.0, 2.0], np.float32)
+    y = np.zeros(3, np.float32)
+    seconds = _benchmark.execute_threads(sin_executable.handle, [x], [y], 20, 3)
+    assert seconds > 0
+    pointers = sin_executable._native._pjrt_pointers()
+    phases = _benchmark.raw_pjrt_phases(*pointers, [x], [F32], [y], 5)
+    assert len(phases) == 5 and all(p >= 0 for p in phases) and sum(phases) > 0
+    np.testing.assert_array_equal(y, jax.jit(jnp.sin)(x))
+
+
+def test_benchmark_refuses_more_arrays_than_inputs(sin_executable: cyxla.Executable) -> None:
+    x = np.zeros(3, np.float32)
+    with pytest.raises(IndexError, match="index 1 of 1"):
+        _benchmark.execute_loop(sin_executable.handle, [x, x], [x], 1)
 
 
 # ------------------------------------------------------------------- allocations

@@ -9,6 +9,7 @@ ctypes, straight from the table its GetPjrtApi returns.
 from __future__ import annotations
 
 import ctypes
+import gc
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 import cyxla as cx
 from cyxla import _backend, _core, _plugins
 
-from support import plugin_library, run_cyxla, run_steps
+from support import F32, plugin_library, run_cyxla, run_steps, runtime
 
 CPU_DEFAULTS = {"cpu_device_count": 1, "asynchronous": False}
 
@@ -186,6 +187,83 @@ def test_initialize_with_a_plugin_of_another_platform(library: str) -> None:
     resolved = Path(library).resolve()
     assert message == f"the plugin {resolved} provides the platform 'cpu', not 'cuda'"
     assert steps[1] == ["ok", "None"]
+
+
+# ------------------------------------------------------------------------ the core's client
+
+
+def test_attributes_of_every_type(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:
+    assert scripted[0].attributes == {
+        "name": "scripted",
+        "count": 7,
+        "list": [1, 2, 3],
+        "ratio": 1.5,
+        "flag": True,
+    }
+
+
+def test_client_options_of_every_type_reach_the_plugin(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    options = {"s": "text", "i": 4, "l": [5, 6], "f": 0.25, "b": True}
+    client = _core.Runtime.create(scripted[0], options)
+    assert control.fake_options_seen().decode().split() == [
+        "s=str:text",
+        "i=int:4",
+        "l=list:2:6",
+        "f=float:0.25",
+        "b=bool:1",
+    ]
+    assert (client.platform, client.platform_version, client.device_count) == (
+        "fake",
+        "scripted 1.0",
+        1,
+    )
+    assert not client.host_is_device
+
+
+def test_platform_name_is_lower_cased_and_cpu_is_host(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    client = runtime(scripted, b"CPU")
+    assert client.platform == "cpu" and client.host_is_device
+
+
+def test_client_without_devices(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    control.fake_devices(0)
+    with pytest.raises(cx.PjrtError) as caught:
+        runtime(scripted)
+    assert str(caught.value) == (f"the fake client of {scripted[0].path} has no addressable device")
+
+
+@pytest.mark.parametrize("code_fails", [False, True])
+def test_client_create_error_carries_the_message(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, code_fails: bool
+) -> None:
+    control.fake_fail(b"PJRT_Client_Create")
+    control.fake_get_code_fails(int(code_fails))
+    before = control.fake_destroyed_errors()
+    with pytest.raises(cx.PjrtError) as caught:
+        runtime(scripted)
+    assert str(caught.value) == (
+        "PJRT_Client_Create failed: scripted failure of PJRT_Client_Create"
+    )
+    # Every error the plugin made is destroyed: the call's, and GetCode's own.
+    assert control.fake_destroyed_errors() - before == (2 if code_fails else 1)
+
+
+def test_a_runtime_destroys_its_client(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    before = control.fake_calls(b"PJRT_Client_Destroy")
+    client = runtime(scripted)
+    client.compile(b"x", b"", [(F32, [3])])  # an executable holds its runtime ...
+    assert control.fake_calls(b"PJRT_Client_Destroy") == before
+    del client
+    gc.collect()  # ... until both are gone
+    assert control.fake_calls(b"PJRT_Client_Destroy") == before + 1
 
 
 # ------------------------------------------------------------------------ environment
