@@ -790,6 +790,16 @@ def test_cache_command_runs_as_a_module(cache: Path) -> None:
     assert f"directory: {cache}" in result.stdout and "1 file," in result.stdout
 
 
+def test_cache_sizes_are_shown_in_binary_units() -> None:
+    from cyxla._cli import cache as cli_cache
+
+    assert cli_cache._size(1023) == "1023 bytes"
+    assert cli_cache._size(1536) == "1.5 KiB"
+    assert cli_cache._size(5 * 1024**2) == "5.0 MiB"
+    assert cli_cache._size(3 * 1024**3) == "3.0 GiB"
+    assert cli_cache._size(4096 * 1024**3) == "4096.0 GiB"
+
+
 # ------------------------------------------------------------------ edges of the store
 
 

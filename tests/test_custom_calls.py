@@ -26,7 +26,9 @@ from jax._src.lib import xla_client
 
 import cyxla as cx
 from cyxla import _core
+from cyxla._ffi import checks as ffi_checks
 from cyxla._ffi import mirror, registry
+from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi import sources as ffi_sources
 
 from support import F32, OK, Error, Input, ProgramSpec, run_python, table
@@ -113,6 +115,29 @@ def test_jaxlib_targets_come_from_the_listed_modules() -> None:
     expected = {*_lapack.registrations(), *_sparse.registrations()}
     assert set(ffi_sources.jaxlib_targets()) >= expected
     assert ffi_sources.JAXLIB_CPU_MODULES == ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
+
+
+def test_jax_held_targets_skip_what_cyxla_cannot_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = xla_client.custom_call_targets
+
+    def targets_of(platform: str) -> Any:
+        if platform == "ROCM":
+            raise RuntimeError("unknown platform")
+        return real(platform)
+
+    monkeypatch.setattr(xla_client, "custom_call_targets", targets_of)
+    pending = {"TPU": [("cyxla_test_tpu_pending", object(), 1, 0)]}
+    monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
+    held = {t.name for t in ffi_sources.jax_held_targets()}
+    assert "cyxla_test_tpu_pending" not in held
+    assert set(real("Host")) <= held
+
+
+def test_a_jaxlib_module_that_does_not_import_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = "jaxlib.cpu._cyxla_missing"
+    monkeypatch.setattr(ffi_sources, "JAXLIB_CPU_MODULES", (missing, "jaxlib.cpu._lapack"))
+    names = [m.__name__ for m in ffi_sources._jaxlib_cpu_modules()]
+    assert "jaxlib.cpu._lapack" in names and missing not in names
 
 
 def test_a_linalg_program_from_the_cache_runs_in_a_fresh_process(tmp_path: Path) -> None:
@@ -579,6 +604,64 @@ def test_registration_arguments_are_checked(handlers: ctypes.CDLL) -> None:
         cx.register_ffi_target("cyxla_test_no_execute", {"prepare": capsule})
     with pytest.raises(ValueError, match="invalid custom-call target name"):
         cx.register_ffi_target('bad"name', capsule)
+
+
+# ---------------------------------------------------------------- the checks' edges
+
+
+def _call(target: str, config: str = "api_version = 4 : i32") -> str:
+    return f"    %0 = stablehlo.custom_call @{target}(%arg0) {{{config}}} : (tensor<3xf32>) -> ()"
+
+
+def test_check_lowered_lets_xla_builtins_through_and_names_callbacks() -> None:
+    ffi_checks.check_lowered(_call("Sharding", 'backend_config = ""'), "f", "cpu")
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        ffi_checks.check_lowered(_call("xla_ffi_python_cpu_callback"), "f", "cpu")
+    assert "f calls the custom-call target 'xla_ffi_python_cpu_callback'" in str(info.value)
+    assert "Python host callback" in str(info.value)
+
+
+def test_explain_export_error_falls_back_when_tracing_fails() -> None:
+    def trace() -> Any:
+        raise RuntimeError("cannot trace again")
+
+    error = NotImplementedError("host_callbacks are not supported")
+    assert ffi_checks.explain_export_error(error, "f", trace) is None
+    assert ffi_checks.explain_export_error(ValueError("other"), "f", trace) is None
+
+
+_explained = ffi_checks.explain_compile_errors
+
+
+def test_explain_compile_errors_names_an_untyped_call() -> None:
+    untyped = "No registered implementation for untyped custom call to old_call"
+    expected = "'old_call' is an untyped custom call"
+    with pytest.raises(cx.UnsupportedProgramError, match=expected), _explained():
+        raise cx.CompileError(untyped)
+    with pytest.raises(cx.CompileError, match="something else"), _explained():
+        raise cx.CompileError("something else")
+
+
+def test_version_reasons() -> None:
+    older = ffi_plugin._version_reason((0, 1), (0, 2))
+    assert older == (
+        " (handler built against XLA FFI 0.1, plugin's XLA FFI 0.2): another handler may "
+        "hold the name in the plugin"
+    )
+    assert "XLA FFI unknown" in ffi_plugin._version_reason(None, (0, 2))
+
+
+class _Refusing:
+    """A runtime whose compile fails for a reason other than a missing handler."""
+
+    def compile(self, *_: Any) -> None:
+        raise cx.CompileError("out of memory")
+
+
+def test_the_probe_passes_on_other_compile_errors() -> None:
+    plugin = cx.initialize().plugin
+    with pytest.raises(cx.CompileError, match="out of memory"):
+        ffi_plugin._probe(plugin, _Refusing(), ["cyxla_test_probe"])  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- mirroring's edges

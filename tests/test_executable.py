@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import ctypes
 import gc
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -83,3 +86,32 @@ def test_execute_on_either_path(
     # Only a device that is not the host copies outputs through ToHostBuffer.
     expected = 2 if platform == b"fake" else 0
     assert control.fake_calls(b"PJRT_Buffer_ToHostBuffer") == to_host + expected
+
+
+# ---------------------------------------------------------------- Python's Executable
+
+
+def test_executable_platform_and_an_internal_refusal() -> None:
+    executable, _ = cx.compile_program(cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)]))
+    assert executable.platform == "cpu" == executable.program.platform
+
+    class Refusing:
+        def execute(self, *_: Any, **__: Any) -> bool:
+            return False
+
+    executable._native = Refusing()  # type: ignore[assignment]
+    with pytest.raises(RuntimeError, match="the core refused arguments that run"):
+        executable.run([np.zeros(3, np.float32)])
+
+
+def test_executable_repr_names_its_program_and_signature() -> None:
+    f32 = jax.ShapeDtypeStruct((2, 3), jnp.float32)
+
+    def pair(x: jax.Array, y: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return x + y, jnp.sum(x)
+
+    executable, _ = cx.compile_program(cx.lower(pair, [f32, f32]))
+    inputs = ", ".join(map(str, executable.inputs))
+    outputs = ", ".join(map(str, executable.outputs))
+    assert repr(executable) == f"<cyxla.Executable pair({inputs}) -> ({outputs}) on cpu>"
+    assert len(executable.inputs) == 2 and len(executable.outputs) == 2

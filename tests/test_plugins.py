@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import sys
 import textwrap
+import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -20,6 +23,8 @@ import pytest
 
 import cyxla as cx
 from cyxla import _backend, _core, _plugins
+from cyxla._cli import plugins as cli_plugins
+from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
 
 from support import F32, plugin_library, run_cyxla, run_steps, runtime
 
@@ -83,6 +88,66 @@ def test_plugin_version_matches_its_table(library: str) -> None:
     )
     # Loading twice gives the one plugin object: a plugin is initialized once per process.
     assert _plugins.load_library(Path(library)) is plugin
+
+
+def _package(
+    monkeypatch: pytest.MonkeyPatch, name: str, directory: Path, **attributes: Any
+) -> None:
+    """A stand-in for an installed package `name` whose files lie in `directory`."""
+    module = types.ModuleType(name)
+    module.__file__ = str(directory / "__init__.py")
+    for key, value in attributes.items():
+        setattr(module, key, value)
+    monkeypatch.setitem(sys.modules, name, module)
+
+
+@pytest.mark.parametrize(
+    ("entry", "package", "library"),
+    [
+        (cuda12, "xla_cuda12", "xla_cuda_plugin.so"),
+        (cuda13, "xla_cuda13", "xla_cuda_plugin.so"),
+        (rocm7, "xla_rocm7", "xla_rocm_plugin.so"),
+    ],
+)
+def test_jax_plugin_packages_are_found_and_prepared(
+    entry: Any, package: str, library: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    preloaded: list[str] = []
+    _package(
+        monkeypatch,
+        f"jax_plugins.{package}",
+        tmp_path,
+        _load_nvidia_libraries=lambda: preloaded.append(package),
+    )
+    with pytest.raises(
+        FileNotFoundError, match=f"missing from the installed jax_plugins.{package}"
+    ):
+        entry.library_path()
+    (tmp_path / library).write_bytes(b"")
+    assert entry.library_path() == str((tmp_path / library).resolve())
+    assert preloaded == ([] if entry is rocm7 else [package])
+
+
+def test_a_jax_plugin_package_without_its_preloader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _package(monkeypatch, "jax_plugins.xla_cuda12", tmp_path)
+    (tmp_path / "xla_cuda_plugin.so").write_bytes(b"")
+    assert cuda12.library_path().endswith("xla_cuda_plugin.so")
+
+
+def test_tpu_and_cpu_libraries_that_are_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library = tmp_path / "libtpu.so"
+    _package(monkeypatch, "libtpu", tmp_path, get_library_path=lambda: str(library))
+    with pytest.raises(FileNotFoundError, match="missing from the installed libtpu"):
+        tpu.library_path()
+    library.write_bytes(b"")
+    assert tpu.library_path() == str(library)
+    _package(monkeypatch, "lammps_jax_pjrt_cpu", tmp_path, PLUGIN_PATH=tmp_path / "none.so")
+    with pytest.raises(FileNotFoundError, match="missing from the installed lammps-jax-pjrt-cpu"):
+        cpu.library_path()
 
 
 # ------------------------------------------------------------------------ initialize
@@ -404,6 +469,14 @@ def test_cli_lists_the_cpu_plugin_as_loadable(library: str) -> None:
     # The explicit command prints the same.
     explicit = run_cyxla("plugins")
     assert explicit.returncode == 0 and explicit.stdout == result.stdout
+
+
+def test_plugins_command_names_the_loaded_plugin(capsys: pytest.CaptureFixture[str]) -> None:
+    loaded = cx.initialize()
+    assert cli_plugins.main() == 0
+    out = capsys.readouterr().out
+    assert f"loaded in this process: cpu from {loaded.library}" in out
+    assert "loadable: PJRT" in out
 
 
 def test_cli_shows_a_plugin_that_does_not_load(fake_plugin: Callable[..., Path]) -> None:
