@@ -1,4 +1,5 @@
-"""The native API (cyxla/cyxla.h): versions, error codes, lifetimes, threads, allocations."""
+"""The native API (cyxla/cyxla.h): versions, error codes, handles (the registry), lifetimes,
+threads, the native loops, allocations."""
 
 from __future__ import annotations
 

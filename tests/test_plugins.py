@@ -1,5 +1,6 @@
 """Finding, choosing and loading plugins: discovery, `initialize`, the environment
-variables, entry points of other packages, and `python -m cyxla`.
+variables, entry points of other packages, the core's client of a plugin (against
+tests/native/scripted_plugin.c), and `python -m cyxla`.
 
 A process loads one plugin, so every test that decides how the plugin is loaded runs in
 a fresh interpreter. The PJRT version the plugin reports is read independently with
