@@ -59,7 +59,7 @@ CACHE_ENVIRONMENT_VARIABLE = "CYXLA_CACHE_DIR"
 MAX_BYTES_ENVIRONMENT_VARIABLE = "CYXLA_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 1 << 30
 #: Bumped whenever the layout of an entry changes; older entries then read as foreign.
-#: 2 (2025-06): headers bind key and payload (`binding`), executables record the key's
+#: 2 (2026-12): headers bind key and payload (`binding`), executables record the key's
 #: source document, and specs are written with element types as numbers.
 FORMAT_VERSION = 2
 #: The kinds of entry, each in a subdirectory of the cache directory.
