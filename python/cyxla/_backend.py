@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cyxla import _core, _plugins
+from cyxla import _compat, _core, _plugins
 from cyxla._errors import PjrtError, PlatformMismatchError, PluginError
 from cyxla._ffi import registry
 from cyxla._platforms import normalize_platform
@@ -116,6 +116,7 @@ def initialize(
         # Load the plugin, then register the custom calls it should hold: jaxlib's
         # handlers, JAX's registrations and cyxla's (`_ffi.registry`).
         loaded = _create(path, wanted, options, by_path)
+        _compat.check_on_load(loaded.plugin, loaded.library)  # jaxlib newer: say so
         registry.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
         _loaded = loaded
         return _loaded
