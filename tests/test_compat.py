@@ -79,7 +79,7 @@ def test_jaxlib_newer_than_the_plugin_warns_once_naming_both_packages(
 ) -> None:
     loaded = cx.initialize()
     newer_jaxlib()
-    with pytest.warns(_compat.VersionSkewWarning) as caught:
+    with pytest.warns(cx.VersionSkewWarning) as caught:
         verdict = _compat.check_on_load(loaded.plugin, loaded.library)
     assert not verdict.in_step and not verdict.fatal
     (warning,) = caught
@@ -89,7 +89,7 @@ def test_jaxlib_newer_than_the_plugin_warns_once_naming_both_packages(
     assert "jaxlib writes StableHLO 1.99.0, the plugin reads at most " in message
     assert "built against XLA FFI 0.9, the plugin's XLA runs XLA FFI " in message
     assert "install a plugin at least as new as jaxlib" in message
-    assert issubclass(_compat.VersionSkewWarning, UserWarning)
+    assert issubclass(cx.VersionSkewWarning, UserWarning)
     # Once per library: a second load of the same plugin says nothing more.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -150,7 +150,7 @@ def test_loading_warns_in_a_fresh_process() -> None:
             warnings.simplefilter("always")
             cx.initialize()
             cx.initialize()
-        skew = [w for w in caught if issubclass(w.category, _compat.VersionSkewWarning)]
+        skew = [w for w in caught if issubclass(w.category, cx.VersionSkewWarning)]
         print(len(skew), skew[0].filename)
         """
     )

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from cyxla import _core
-from cyxla._errors import PluginVersionError
+from cyxla._errors import PluginVersionError, VersionSkewWarning
 from cyxla._jaxlib import hlo
 
 __all__ = [
     "Verdict",
-    "VersionSkewWarning",
     "check_on_load",
     "distribution_of",
     "jaxlib_ffi_version",
@@ -35,10 +34,6 @@ _INSTALL_HINT = (
     "install a plugin at least as new as jaxlib (pip install 'cyxla[cpu]' picks a matching "
     "pair), or a jax and jaxlib no newer than the plugin"
 )
-
-
-class VersionSkewWarning(UserWarning):
-    """jaxlib is newer than the loaded plugin: some programs or custom calls will fail."""
 
 
 def package_version(name: str) -> str | None:

@@ -14,6 +14,7 @@ __all__ = [
     "PluginNotFoundError",
     "PluginVersionError",
     "UnsupportedProgramError",
+    "VersionSkewWarning",
 ]
 
 
@@ -59,3 +60,11 @@ class DtypeError(TypeError):
 
 class AbiVersionError(ImportError):
     """An extension module was built against an incompatible version of cyxla's C API."""
+
+
+class VersionSkewWarning(UserWarning):
+    """jaxlib is newer than the loaded plugin: some programs or custom calls will fail.
+
+    Turn it into an error with
+    `warnings.filterwarnings("error", category=cyxla.VersionSkewWarning)`.
+    """
