@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -116,6 +117,22 @@ def _argument_specs(args: Sequence[Any]) -> tuple[list[Any], Any, list[jax.Shape
     return leaves, tree, specs
 
 
+def _keeping_every_argument(fn: Callable[..., Any]) -> Any:
+    """`fn` jitted so that the program takes every argument, used or not.
+
+    The program's signature is the specs the caller gave: native callers pass the inputs
+    they declared. A fresh `jax.jit(..., keep_unused=True)` around `fn` keeps them even
+    when `fn` is itself jitted without it (as `jnp.imag` is: on a real array it ignores
+    its argument), where `jax.export` would drop the arguments the result does not use.
+    """
+
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        return fn(*args)
+
+    return jax.jit(call, keep_unused=True)
+
+
 def _export(
     fn: Callable[..., Any], arguments: list[Any], platform: str, trusted: Iterable[str]
 ) -> Any:
@@ -123,7 +140,7 @@ def _export(
     `trusted`; its refusals of host callbacks and unnamed custom calls explained."""
     name = getattr(fn, "__name__", "the function")
     checks_off = [jax.export.DisabledSafetyCheck.custom_call(t) for t in sorted(trusted)]
-    jitted = fn if hasattr(fn, "trace") else jax.jit(fn, keep_unused=True)
+    jitted = _keeping_every_argument(fn)
     try:
         return jax.export.export(jitted, platforms=[platform], disabled_checks=checks_off)(
             *arguments
@@ -141,7 +158,9 @@ def _export(
 
 
 def _check_exported(exported: Any, name: str) -> None:
-    """Refuses what an export may hold that a plugin cannot run: effects, dropped arguments."""
+    """Refuses what an export may hold that a plugin cannot run: effects, dropped arguments
+    (which `_keeping_every_argument` prevents: a JAX that dropped them anyway would give
+    native callers another signature than the one they declared)."""
     if exported.ordered_effects or exported.unordered_effects:
         effects = [*exported.ordered_effects, *exported.unordered_effects]
         raise UnsupportedProgramError(
@@ -150,8 +169,9 @@ def _check_exported(exported: Any, name: str) -> None:
         )
     if len(exported.module_kept_var_idx) != len(exported.in_avals):
         raise UnsupportedProgramError(
-            "the function was lowered with unused arguments dropped; wrap it in "
-            "jax.jit(fn, keep_unused=True)"
+            f"internal error in cyxla: jax.export dropped unused arguments of {name} "
+            f"(kept {list(exported.module_kept_var_idx)} of {len(exported.in_avals)}) "
+            "although cyxla jitted it with keep_unused=True"
         )
 
 
