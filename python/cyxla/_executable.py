@@ -147,7 +147,8 @@ def _prepare(index: int, value: Any, spec: tuple[Any, np.dtype, np.dtype | None]
                 f"{array.dtype.name}{list(array.shape)}, which does not cast to "
                 f"{dtype.name} under 'same_kind' casting"
             )
-        array = array.astype(dtype)
+        # order="C": astype keeps a Fortran-ordered array's order, which the core refuses.
+        array = array.astype(dtype, order="C")
     elif not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     return array.view(carrier) if carrier is not None else array
