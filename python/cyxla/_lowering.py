@@ -189,6 +189,24 @@ def _program(exported: Any, text: str, target: str, platform: str, name: str) ->
     )
 
 
+def _target_names(custom_calls: Sequence[str]) -> set[str]:
+    """The names in `custom_calls`; TypeError for a str (a sequence parameter, which would
+    otherwise be read as one target per character) or anything but a sequence of str."""
+    if isinstance(custom_calls, (str, bytes)) or not isinstance(custom_calls, Iterable):
+        raise TypeError(
+            "lower: custom_calls must be a sequence of target names (e.g. ['my_target']), "
+            f"given {type(custom_calls).__name__} {custom_calls!r}"
+        )
+    names = list(custom_calls)
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise TypeError(
+                f"lower: custom_calls[{index}] must be a str (a target name), given "
+                f"{type(name).__name__} {name!r}"
+            )
+    return set(names)
+
+
 def lower(
     fn: Callable[..., Any], args: Sequence[Any], *, custom_calls: Sequence[str] = ()
 ) -> Program:
@@ -196,13 +214,15 @@ def lower(
 
     `args` holds one entry per positional argument of `fn`: a `jax.ShapeDtypeStruct`, an
     array (only its shape and dtype count), or a pytree of them. `custom_calls` names
-    custom-call targets that `fn` may call beyond those `jax.export` already trusts.
+    custom-call targets that `fn` may call beyond those `jax.export` already trusts (a
+    sequence of str: a lone str raises TypeError).
     """
     name = getattr(fn, "__name__", "the function")
+    targets = _target_names(custom_calls)
     leaves, tree, specs = _argument_specs(args)
     platform = choose_platform(leaves)
     target = stablehlo_target(platform)
-    trusted = {*custom_calls, *checks.trusted_targets(platform)}
+    trusted = {*targets, *checks.trusted_targets(platform)}
     exported = _export(fn, jax.tree.unflatten(tree, specs), platform, trusted)
     _check_exported(exported, name)
     text = _stablehlo.without_locations(exported.mlir_module())
