@@ -11,7 +11,7 @@ import pytest
 
 import cyxla as cx
 
-from conftest import compile_fn, spec
+from conftest import compile_fn, run_cyxla, spec
 
 # ------------------------------------------------------------------ check_abi
 
@@ -60,3 +60,80 @@ def test_run_converts_a_fortran_ordered_input_of_another_dtype() -> None:
     np.testing.assert_array_equal(result, np.arange(6, dtype=np.float32).reshape(2, 3) * 2)
     (same,) = executable.run([np.asfortranarray(value.astype(np.float32))])
     np.testing.assert_array_equal(same, result)
+
+
+# ------------------------------------------------------------------ initialize
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"options": {1: 2}}, r"options must be keyed by option names \(str\), given the key 1"),
+        ({"options": [("a", 1)]}, r"options must be a mapping.*given list"),
+        ({"platform": 5}, r"platform must be a str .* given int 5"),
+        ({"library": 5}, r"library must be a path .* given int 5"),
+    ],
+)
+def test_initialize_refuses_arguments_of_the_wrong_type(
+    arguments: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=rf"^initialize: {message}"):
+        cx.initialize(**arguments)
+
+
+# ------------------------------------------------------------------ compile_program
+
+
+@pytest.mark.parametrize("program", [None, "program", b"\x00"])
+def test_compile_program_refuses_what_is_not_a_program(program: Any) -> None:
+    with pytest.raises(TypeError, match=r"program must be a cyxla.Program .*given"):
+        cx.compile_program(program)
+
+
+def test_compile_program_refuses_options_not_keyed_by_name() -> None:
+    program = cx.lower(jnp.sin, [spec((3,), np.float32)])
+    with pytest.raises(TypeError, match=r"options must map XLA debug option names"):
+        cx.compile_program(program, options={1: 2})
+
+
+# ------------------------------------------------------------------ TensorSpec
+
+
+@pytest.mark.parametrize("dtype", ["U3", object, "float8_e4m3fn", "nonsense"])
+def test_tensor_spec_refuses_a_dtype_cyxla_does_not_carry(dtype: Any) -> None:
+    with pytest.raises(cx.DtypeError, match=r"^TensorSpec: dtype .*supported: bool, int8"):
+        cx.TensorSpec((3,), dtype)
+
+
+def test_tensor_spec_refuses_a_shape_that_is_not_one() -> None:
+    with pytest.raises(TypeError, match=r"shape must be a sequence of ints, given 3"):
+        cx.TensorSpec(3, np.float32)  # type: ignore[arg-type]
+    with pytest.raises(cx.InvalidArgumentError, match=r"dimensions must be >= 0"):
+        cx.TensorSpec((2, -1), np.float32)
+
+
+def test_tensor_spec_normalizes_what_it_takes() -> None:
+    made = cx.TensorSpec([np.int64(2), 3], "float32")  # type: ignore[arg-type]
+    assert made == cx.TensorSpec((2, 3), np.dtype(np.float32))
+    assert made.shape == (2, 3) and type(made.shape[0]) is int
+    assert made.element_type == cx.ElementType.F32 and str(made) == "float32[2,3]"
+
+
+# ------------------------------------------------------------------ python -m cyxla demo
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({"CYXLA_PJRT_PLUGIN": "/nonexistent/libpjrt.so"}, "cannot load the PJRT plugin"),
+        ({"CYXLA_PLATFORM": "tpu"}, "tpu plugin"),
+    ],
+)
+def test_demo_without_a_plugin_prints_why_and_fails(
+    environment: dict[str, str], message: str
+) -> None:
+    result = run_cyxla("demo", env=environment)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("python -m cyxla demo: "), result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

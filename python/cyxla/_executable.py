@@ -154,6 +154,21 @@ def _prepare(index: int, value: Any, spec: tuple[Any, np.dtype, np.dtype | None]
     return array.view(carrier) if carrier is not None else array
 
 
+def _check_compile_arguments(program: Any, options: Any) -> None:
+    if not isinstance(program, Program):
+        raise TypeError(
+            "compile_program: program must be a cyxla.Program (what cyxla.lower returns), "
+            f"given {type(program).__name__}"
+        )
+    if options is not None and (
+        not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options)
+    ):
+        raise TypeError(
+            "compile_program: options must map XLA debug option names (str) to values, "
+            f"given {options!r}"
+        )
+
+
 def compile_program(
     program: Program, *, options: Mapping[str, Any] | None = None
 ) -> tuple[Executable, CompileStatistics]:
@@ -163,8 +178,10 @@ def compile_program(
     `{"xla_cpu_enable_fast_math": False}`). Returns the executable and statistics.
     The executable is loaded from the disk cache (`cache_directory`) when an earlier
     compile of the same program, options and plugin stored it there, and stored after
-    compiling otherwise.
+    compiling otherwise. TypeError if `program` is not a Program (what `lower` or
+    `load_lowered` return) or `options` not a mapping of option names.
     """
+    _check_compile_arguments(program, options)
     runtime = _backend.runtime_for(program.platform)
     checks.check_program(program.custom_calls, program.platform)
     loaded = _backend.loaded()

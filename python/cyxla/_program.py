@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cyxla._dtypes import ElementType, dtype_of, element_type_of
+from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
+from cyxla._errors import DtypeError, InvalidArgumentError
 
 __all__ = [
     "Program",
@@ -21,18 +23,56 @@ __all__ = [
 ]
 
 
+def _supported_dtype(dtype: Any) -> np.dtype:
+    """`dtype` as NumPy's; DtypeError unless cyxla carries it."""
+    try:
+        normalized = np.dtype(dtype)
+    except TypeError as error:
+        raise DtypeError(
+            f"TensorSpec: dtype must be a NumPy dtype, given {dtype!r}; supported: "
+            f"{SUPPORTED_NAMES}"
+        ) from error
+    if element_type_of(normalized) is None:
+        raise DtypeError(
+            f"TensorSpec: dtype {normalized} is not one cyxla carries; supported: {SUPPORTED_NAMES}"
+        )
+    return normalized
+
+
+def _dimensions(shape: Any) -> tuple[int, ...]:
+    """`shape` as a tuple of ints; TypeError or InvalidArgumentError unless it is one of
+    sizes >= 0."""
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError as error:
+        raise TypeError(f"TensorSpec: shape must be a sequence of ints, given {shape!r}") from error
+    if any(d < 0 for d in dims):
+        raise InvalidArgumentError(f"TensorSpec: dimensions must be >= 0, given {shape!r}")
+    return dims
+
+
 @dataclass(frozen=True)
 class TensorSpec:
-    """The shape and dtype of one input or output of a program."""
+    """The shape and dtype of one input or output of a program.
+
+    `dtype` is anything `np.dtype` takes, of a dtype cyxla carries (`SUPPORTED_DTYPES`);
+    another raises DtypeError (a TypeError). A shape that is not a sequence of ints
+    raises TypeError, and a negative dimension InvalidArgumentError (a ValueError).
+    """
 
     shape: tuple[int, ...]
     dtype: np.dtype
+
+    def __post_init__(self) -> None:
+        # Frozen: the normalized values are set as the dataclass itself sets fields.
+        object.__setattr__(self, "dtype", _supported_dtype(self.dtype))
+        object.__setattr__(self, "shape", _dimensions(self.shape))
 
     @property
     def element_type(self) -> ElementType:
         """The PJRT element type, as native code names it (PJRT_Buffer_Type)."""
         element_type = element_type_of(self.dtype)
-        assert element_type is not None, "lower admits supported dtypes only"
+        assert element_type is not None, "__post_init__ admits supported dtypes only"
         return element_type
 
     @property
