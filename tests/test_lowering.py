@@ -12,7 +12,7 @@ import pytest
 
 import cyxla as cx
 
-from conftest import compile_fn, spec
+from conftest import compile_fn, spec, x64_mode
 
 # ------------------------------------------------------------------ unused arguments
 
@@ -52,3 +52,41 @@ def test_a_kept_argument_is_taken_and_ignored() -> None:
     np.testing.assert_array_equal(result, [0.0, 2.0, 4.0])
     with pytest.raises(cx.InvalidArgumentError, match="takes 2 arrays, given 1"):
         executable.run([np.zeros(3, np.float32)])
+
+
+# ------------------------------------------------------------------ 64-bit types without x64
+
+
+def test_lower_warns_once_when_64_bit_specs_lower_to_32_bit() -> None:
+    args = [(spec((3,), np.float64),), {"w": spec((3,), np.int64)}, spec((3,), np.float32)]
+    with x64_mode(False), pytest.warns(UserWarning) as caught:
+        program = cx.lower(lambda a, b, c: a[0] + b["w"] + c, args)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "args[0][0] float64 as float32" in message
+    assert "args[1]['w'] int64 as int32" in message
+    assert "args[2]" not in message
+    assert 'jax.config.update("jax_enable_x64", True)' in message
+    assert "JAX_ENABLE_X64=1" in message
+    assert caught[0].filename == __file__
+    # The program says what it really takes and gives.
+    f32 = cx.TensorSpec((3,), np.float32)
+    assert program.inputs == (f32, cx.TensorSpec((3,), np.int32), f32)
+    assert program.outputs == (f32,)
+
+
+def test_run_of_a_narrowed_program_casts_64_bit_inputs_to_its_specs() -> None:
+    with x64_mode(False), pytest.warns(UserWarning, match="64-bit mode is off"):
+        executable = compile_fn(lambda x: x / 3, [spec((3,), np.float64)])
+    assert executable.inputs == (cx.TensorSpec((3,), np.float32),)
+    (result,) = executable.run([np.array([1.0, 2.0, 3.0])])
+    assert result.dtype == np.float32
+    np.testing.assert_array_equal(result, np.array([1, 2, 3], np.float32) / np.float32(3))
+
+
+def test_lower_does_not_warn_when_the_dtypes_are_kept(recwarn: pytest.WarningsRecorder) -> None:
+    with x64_mode(True):
+        program = cx.lower(lambda x: x * 2, [spec((3,), np.float64)])
+    assert program.inputs == (cx.TensorSpec((3,), np.float64),)
+    cx.lower(lambda x: x * 2, [spec((3,), np.float32)])
+    assert not [w for w in recwarn if "64-bit" in str(w.message)]

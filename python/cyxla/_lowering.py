@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -102,19 +103,45 @@ def _specs(avals: Sequence[Any], role: str) -> tuple[TensorSpec, ...]:
     return tuple(specs)
 
 
+def _argument_paths(args: Sequence[Any]) -> list[str]:
+    """The name of each leaf of `args`, as messages write it: "args[0]", "args[1]['w']"."""
+    with_paths, _ = jax.tree_util.tree_flatten_with_path(list(args))
+    return [f"args{jax.tree_util.keystr(p)}" for p, _ in with_paths]
+
+
 def _argument_specs(args: Sequence[Any]) -> tuple[list[Any], Any, list[jax.ShapeDtypeStruct]]:
     """The leaves of `args`, their tree, and a spec per leaf; a dtype cyxla cannot carry
     raises UnsupportedProgramError naming the argument's path."""
     leaves, tree = jax.tree.flatten(list(args))
-    with_paths, _ = jax.tree_util.tree_flatten_with_path(list(args))
-    paths = [jax.tree_util.keystr(p) for p, _ in with_paths]
-    specs = [_spec_of(leaf, f"args{path}") for leaf, path in zip(leaves, paths, strict=True)]
+    paths = _argument_paths(args)
+    specs = [_spec_of(leaf, path) for leaf, path in zip(leaves, paths, strict=True)]
     for spec, path in zip(specs, paths, strict=True):
         if _carried_dtype(spec.dtype) is None:
             raise UnsupportedProgramError(
-                f"args{path} has dtype {spec.dtype}, which cyxla cannot carry"
+                f"{path} has dtype {spec.dtype}, which cyxla cannot carry"
             )
     return leaves, tree, specs
+
+
+def _warn_narrowed(
+    name: str, paths: Sequence[str], requested: Sequence[Any], lowered: Sequence[Any]
+) -> None:
+    """One warning for the arguments JAX lowered to a narrower dtype than requested (64-bit
+    types without 64-bit mode): the program takes, and run() casts to, the lowered ones."""
+    changes = [
+        f"{path} {np.dtype(want.dtype).name} as {np.dtype(got.dtype).name}"
+        for path, want, got in zip(paths, requested, lowered, strict=True)
+        if np.dtype(want.dtype) != np.dtype(got.dtype)
+    ]
+    if changes:
+        warnings.warn(
+            f"lower({name}): JAX's 64-bit mode is off, so it lowered {', '.join(changes)}; "
+            "the program takes those dtypes and Executable.run casts 64-bit inputs to them. "
+            "To keep 64-bit types, turn 64-bit mode on before lowering: "
+            'jax.config.update("jax_enable_x64", True) or JAX_ENABLE_X64=1',
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _keeping_every_argument(fn: Callable[..., Any]) -> Any:
@@ -216,6 +243,10 @@ def lower(
     array (only its shape and dtype count), or a pytree of them. `custom_calls` names
     custom-call targets that `fn` may call beyond those `jax.export` already trusts (a
     sequence of str: a lone str raises TypeError).
+
+    The program's inputs are the dtypes JAX lowers to: without 64-bit mode
+    (`jax_enable_x64`) a 64-bit spec becomes its 32-bit type, and `lower` warns
+    (UserWarning) naming each such argument.
     """
     name = getattr(fn, "__name__", "the function")
     targets = _target_names(custom_calls)
@@ -225,6 +256,7 @@ def lower(
     trusted = {*targets, *checks.trusted_targets(platform)}
     exported = _export(fn, jax.tree.unflatten(tree, specs), platform, trusted)
     _check_exported(exported, name)
+    _warn_narrowed(name, _argument_paths(args), specs, exported.in_avals)
     text = _stablehlo.without_locations(exported.mlir_module())
     checks.check_lowered(text, name, platform)
     return _program(exported, text, target, platform, getattr(fn, "__name__", "program"))
