@@ -3,6 +3,7 @@ argument, what was expected and what came."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax.numpy as jnp
@@ -137,3 +138,49 @@ def test_demo_without_a_plugin_prints_why_and_fails(
     assert result.stderr.startswith("python -m cyxla demo: "), result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------ programs edited after lower
+
+
+def _edited(**changes: Any) -> cx.Program:
+    program = cx.lower(lambda x, flag: x + 1, [spec((2, 3), np.float32), spec((), np.bool_)])
+    return dataclasses.replace(program, **changes)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (
+            (cx.TensorSpec((2, 3), np.int32), cx.TensorSpec((), np.bool_)),
+            r"Program.inputs\[0\] is int32\[2,3\], but its StableHLO main function takes "
+            r"tensor<2x3xf32>",
+        ),
+        (
+            (cx.TensorSpec((2, 3), np.float32), cx.TensorSpec((), np.uint8)),
+            r"Program.inputs\[1\] is uint8\[\], but .* takes tensor<i1>",
+        ),
+        (
+            (cx.TensorSpec((3, 2), np.float32), cx.TensorSpec((), np.bool_)),
+            r"Program.inputs\[0\] is float32\[3,2\], but .* takes tensor<2x3xf32>",
+        ),
+        (
+            (cx.TensorSpec((2, 3), np.float32),),
+            r"Program.inputs holds 1 specs, but its StableHLO main function takes 2",
+        ),
+    ],
+    ids=["int32-for-float32", "uint8-for-bool", "shape", "count"],
+)
+def test_compile_program_refuses_input_specs_that_are_not_the_programs(
+    inputs: tuple[cx.TensorSpec, ...], message: str
+) -> None:
+    with pytest.raises(cx.InvalidArgumentError, match=r"^compile_program: the input specs"):
+        cx.compile_program(_edited(inputs=inputs))
+    with pytest.raises(cx.InvalidArgumentError, match=message):
+        cx.compile_program(_edited(inputs=inputs))
+
+
+def test_compile_program_takes_a_program_whose_specs_are_its_own() -> None:
+    executable, _ = cx.compile_program(_edited())
+    (result,) = executable.run([np.ones((2, 3), np.float32), np.True_])
+    np.testing.assert_array_equal(result, np.full((2, 3), 2, np.float32))

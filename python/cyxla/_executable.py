@@ -15,7 +15,13 @@ from cyxla._cache import executables
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._ffi import checks
 from cyxla._jaxlib import xla_client
-from cyxla._program import Program, TensorSpec, encode_specs, output_mismatch
+from cyxla._program import (
+    Program,
+    TensorSpec,
+    encode_specs,
+    input_mismatch,
+    output_mismatch,
+)
 
 __all__ = ["CompileStatistics", "Executable", "compile_program"]
 
@@ -241,7 +247,9 @@ def compile_program(
     The executable is loaded from the disk cache (`cache_directory`) when an earlier
     compile of the same program, options and plugin stored it there, and stored after
     compiling otherwise. TypeError if `program` is not a Program (what `lower` or
-    `load_lowered` return) or `options` not a mapping of option names.
+    `load_lowered` return) or `options` not a mapping of option names;
+    InvalidArgumentError if the program's input specs are not the parameters of its
+    StableHLO's main function (specs edited after `lower`).
     """
     _check_compile_arguments(program, options)
     runtime = _backend.runtime_for(program.platform)
@@ -254,6 +262,7 @@ def compile_program(
     if cached.native is not None:
         statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
         return Executable(cached.native, program), statistics
+    _check_inputs(program)
     start = time.perf_counter()
     with checks.explain_compile_errors():
         native = runtime.compile(program.stablehlo, compile_options, specs)
@@ -267,6 +276,17 @@ def compile_program(
         cache_error="; ".join(e for e in errors if e) or None,
     )
     return Executable(native, program), statistics
+
+
+def _check_inputs(program: Program) -> None:
+    """The program's input specs must be its StableHLO's parameters: the core reads the
+    caller's bytes as the specs say, so specs edited after `lower` would give garbage."""
+    mismatch = input_mismatch(program)
+    if mismatch is not None:
+        raise InvalidArgumentError(
+            f"compile_program: the input specs of {program.name} are not those of its "
+            f"StableHLO: {mismatch}"
+        )
 
 
 def _check_outputs(native: _core.Executable, program: Program) -> None:

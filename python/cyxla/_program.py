@@ -11,6 +11,7 @@ import numpy as np
 
 from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
 from cyxla._errors import DtypeError, InvalidArgumentError
+from cyxla._jaxlib import _jax, ir, mlir
 
 __all__ = [
     "Program",
@@ -18,6 +19,7 @@ __all__ = [
     "TensorSpec",
     "decode_specs",
     "encode_specs",
+    "input_mismatch",
     "output_mismatch",
     "spec_records",
 ]
@@ -138,3 +140,41 @@ def output_mismatch(native: Any, program: Program) -> str | None:
     expected = encode_specs(program.outputs)
     actual = spec_records(native.outputs)
     return None if actual == expected else f"outputs {actual}, not {expected}"
+
+
+def _main_parameters(module: Any) -> list[Any]:
+    """The parameter types of the `main` function of an MLIR module."""
+    for op in module.body.operations:
+        if ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return list(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
+    return []
+
+
+def input_mismatch(program: Program) -> str | None:
+    """How `program.inputs` differ from the parameters of the `main` function of its
+    StableHLO (what the compiled executable takes), or None when they are the same.
+
+    The core takes the input specs on trust (PJRT reports no parameter types), so a
+    program whose specs were edited would read the caller's bytes as another type."""
+    with mlir.make_ir_context():
+        parameters = _main_parameters(_jax.mlir.deserialize_portable_artifact(program.stablehlo))
+        wanted = [
+            ir.RankedTensorType.get(
+                list(s.shape), mlir.dtype_to_ir_type(s.dtype), loc=ir.Location.unknown()
+            )
+            for s in program.inputs
+        ]
+        if len(parameters) != len(wanted):
+            return (
+                f"Program.inputs holds {len(program.inputs)} specs, but its StableHLO main "
+                f"function takes {len(parameters)}: {', '.join(map(str, parameters))}"
+            )
+        for index, (spec, parameter, expected) in enumerate(
+            zip(program.inputs, parameters, wanted, strict=True)
+        ):
+            if parameter != expected:
+                return (
+                    f"Program.inputs[{index}] is {spec}, but its StableHLO main function "
+                    f"takes {parameter}"
+                )
+    return None
