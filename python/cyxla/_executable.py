@@ -262,12 +262,12 @@ def compile_program(
     if cached.native is not None:
         statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
         return Executable(cached.native, program), statistics
-    _check_inputs(program)
     start = time.perf_counter()
     with checks.explain_compile_errors():
         native = runtime.compile(program.stablehlo, compile_options, specs)
     seconds = time.perf_counter() - start
     _check_outputs(native, program)
+    _check_inputs(program)
     # A bad entry is replaced by the fresh one; both problems are reported.
     errors = [cached.error, executables.store(cached, program, native, specs)]
     statistics = CompileStatistics(

@@ -155,9 +155,15 @@ def input_mismatch(program: Program) -> str | None:
     StableHLO (what the compiled executable takes), or None when they are the same.
 
     The core takes the input specs on trust (PJRT reports no parameter types), so a
-    program whose specs were edited would read the caller's bytes as another type."""
+    program whose specs were edited would read the caller's bytes as another type. Call
+    it once the plugin has compiled the program: StableHLO that this jaxlib cannot read
+    (newer than it, or not StableHLO) is not checked, and None returned."""
     with mlir.make_ir_context():
-        parameters = _main_parameters(_jax.mlir.deserialize_portable_artifact(program.stablehlo))
+        try:
+            module = _jax.mlir.deserialize_portable_artifact(program.stablehlo)
+        except Exception:  # jaxlib raises its own error types for unreadable bytecode
+            return None
+        parameters = _main_parameters(module)
         wanted = [
             ir.RankedTensorType.get(
                 list(s.shape), mlir.dtype_to_ir_type(s.dtype), loc=ir.Location.unknown()
