@@ -274,15 +274,6 @@ def test_lower_refuses_programs_with_side_effects(monkeypatch: pytest.MonkeyPatc
         cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)])
 
 
-def test_lower_refuses_a_jitted_function_that_drops_unused_arguments() -> None:
-    jitted = jax.jit(lambda x, unused: x * 2)
-    f32 = jax.ShapeDtypeStruct((3,), jnp.float32)
-    with pytest.raises(cx.UnsupportedProgramError, match=r"keep_unused=True"):
-        cx.lower(jitted, [f32, f32])
-    program = cx.lower(jax.jit(lambda x, unused: x * 2, keep_unused=True), [f32, f32])
-    assert len(program.inputs) == 2
-
-
 def test_executable_repr_names_its_program_and_signature() -> None:
     f32 = jax.ShapeDtypeStruct((2, 3), jnp.float32)
 
