@@ -38,11 +38,15 @@ struct ErrorCreateArgs {
   const char* message;
   int errc;  // XLA_FFI_Error_Code
 };
+/// XLA_FFI_Error_GetMessage_Args (FFI 0.3) and XLA_FFI_Error_GetDetails_Args (0.4), which
+/// appends `errc`: a 0.4 plugin writes it, so the struct must have room for it, and a 0.3
+/// plugin reads the prefix it knows.
 struct ErrorGetMessageArgs {
   size_t struct_size;
   ExtensionBase* extension_start;
   Error* error;
   const char* message;  // out
+  int errc;             // out (XLA FFI 0.4 and newer): XLA_FFI_Error_Code
 };
 struct ErrorDestroyArgs {
   size_t struct_size;

@@ -43,10 +43,15 @@ SAME_OFFSET(ApiVersion, minor_version, XLA_FFI_Api_Version, minor_version);
 static_assert(sizeof(ours::ErrorCreateArgs) == sizeof(XLA_FFI_Error_Create_Args));
 SAME_OFFSET(ErrorCreateArgs, message, XLA_FFI_Error_Create_Args, message);
 SAME_OFFSET(ErrorCreateArgs, errc, XLA_FFI_Error_Create_Args, errc);
-// Ours declares the prefix every generation has; a 0.4 API may write `errc` after it.
-static_assert(sizeof(ours::ErrorGetMessageArgs) <= sizeof(TheirErrorArgs));
+// Ours has room for every generation's fields: a 0.4 API writes `errc` after `message`,
+// a 0.3 API reads the prefix up to `message`.
+static_assert(sizeof(ours::ErrorGetMessageArgs) >= sizeof(TheirErrorArgs));
 SAME_OFFSET(ErrorGetMessageArgs, error, TheirErrorArgs, error);
 SAME_OFFSET(ErrorGetMessageArgs, message, TheirErrorArgs, message);
+#if !(XLA_FFI_API_MAJOR == 0 && XLA_FFI_API_MINOR <= 3)
+static_assert(sizeof(ours::ErrorGetMessageArgs) == sizeof(XLA_FFI_Error_GetDetails_Args));
+SAME_OFFSET(ErrorGetMessageArgs, errc, XLA_FFI_Error_GetDetails_Args, errc);
+#endif
 static_assert(sizeof(ours::ErrorDestroyArgs) == sizeof(XLA_FFI_Error_Destroy_Args));
 SAME_OFFSET(ErrorDestroyArgs, error, XLA_FFI_Error_Destroy_Args, error);
 
