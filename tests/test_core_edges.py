@@ -408,9 +408,10 @@ def test_null_spec_and_null_error_are_safe(sin_executable: cx.Executable) -> Non
 def test_releasing_a_foreign_or_stale_spec_changes_nothing(sin_executable: cx.Executable) -> None:
     spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
     assert table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error)) == OK
-    handle = spec.executable
+    handle, hold = sin_executable.handle, spec.executable
     table().release_spec(ctypes.byref(spec))
-    for stale in (handle + (5 << 32), 12345):  # a wrong generation, an unknown slot
+    # The spec's released hold, a wrong generation, an unknown slot:
+    for stale in (hold, handle + (5 << 32), 12345):
         foreign = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec), executable=stale)
         table().release_spec(ctypes.byref(foreign))
         assert foreign.executable == 0
