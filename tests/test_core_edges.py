@@ -23,7 +23,7 @@ import pytest
 import cyxla as cx
 from cyxla import _benchmark, _core
 
-from conftest import compile_c
+from conftest import compile_c, run_cyxla, run_steps
 from native_api import (
     INTERNAL,
     INVALID_ARGUMENT,
@@ -88,6 +88,22 @@ def runtime(scripted: tuple[_core.Plugin, ctypes.CDLL], platform: bytes = b"fake
 
 
 # ---------------------------------------------------------------- the plugin and its client
+
+
+def test_a_plugin_without_error_functions_is_refused_at_load(tmp_path: Path) -> None:
+    # Its Initialize fails with an error that only the absent PJRT_Error_Message could
+    # read: cyxla refuses the table before calling anything (once, it crashed).
+    source = Path(__file__).parent / "native" / "scripted_plugin.c"
+    library = compile_c(
+        source, tmp_path / "libno_errors.so", shared=True, defines={"SCRIPTED_NO_ERROR_SLOTS": "1"}
+    )
+    env = {"CYXLA_PJRT_PLUGIN": str(library)}
+    steps = run_steps("attempt(lambda: cx.initialize())", env)
+    assert steps[0][0] == "PluginLoadError", steps
+    assert str(library) in steps[0][1] and "PJRT_Error_Message" in steps[0][1]
+    result = run_cyxla("plugins", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "not loadable: PluginLoadError: " in result.stdout
 
 
 def test_attributes_of_every_type(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:
