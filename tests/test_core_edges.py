@@ -564,5 +564,61 @@ def test_benchmark_loops(sin_executable: cx.Executable) -> None:
 
 def test_benchmark_refuses_more_arrays_than_inputs(sin_executable: cx.Executable) -> None:
     x = np.zeros(3, np.float32)
-    with pytest.raises(IndexError, match="index 1 of 1"):
+    with pytest.raises(ValueError, match=r"^inputs: the program takes 1 inputs, given 2"):
         _benchmark.execute_loop(sin_executable.handle, [x, x], [x], 1)
+
+
+@pytest.mark.parametrize("threads", [None, 2])
+def test_benchmark_refuses_a_too_small_output(
+    sin_executable: cx.Executable, threads: int | None
+) -> None:
+    x, small = np.zeros(3, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(ValueError, match=r"^outputs\[0\]: has 4 bytes, the program writes 12"):
+        if threads is None:
+            _benchmark.execute_loop(sin_executable.handle, [x], [small], 1)
+        else:
+            _benchmark.execute_threads(sin_executable.handle, [x], [small], 1, threads)
+
+
+@pytest.mark.parametrize(
+    ("rows_in", "rows_out", "threads", "message"),
+    [
+        (0, 0, 2, r"^table_in: is empty"),
+        (2, 1, 2, r"^table_out: has 12 bytes, 2 rows of 12 expected"),
+        (2, 2, 0, r"^threads: must be at least 1"),
+    ],
+)
+def test_benchmark_check_threads_refuses_bad_tables(
+    sin_executable: cx.Executable, rows_in: int, rows_out: int, threads: int, message: str
+) -> None:
+    table_in, table_out = np.zeros((rows_in, 3), np.float32), np.zeros((rows_out, 3), np.float32)
+    with pytest.raises(ValueError, match=message):
+        _benchmark._check_threads(sin_executable.handle, table_in, table_out, 10, threads)
+    x = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match=r"^threads: must be at least 1"):
+        _benchmark.execute_threads(sin_executable.handle, [x], [x], 1, 0)
+
+
+def test_benchmark_refuses_types_that_do_not_match_the_inputs(
+    sin_executable: cx.Executable,
+) -> None:
+    x = np.zeros(3, np.float32)
+    pointers = sin_executable._native._pjrt_pointers()
+    with pytest.raises(ValueError, match=r"^types: one element type per input, given 2 for 1"):
+        _benchmark.raw_pjrt_loop(*pointers, [x], [F32, F32], [x], 1)
+
+
+@pytest.mark.parametrize("loop", ["execute_threads", "_check_threads"])
+def test_benchmark_reraises_an_error_inside_a_worker_thread(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, loop: str
+) -> None:
+    # Once, an error in a worker thread ended the process in std::terminate.
+    executable = runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    x = np.zeros(3, np.float32)
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    with pytest.raises(RuntimeError, match="scripted failure of PJRT_LoadedExecutable_Execute"):
+        if loop == "execute_threads":
+            _benchmark.execute_threads(handle.value, [x], [x], 5, 3)
+        else:
+            _benchmark._check_threads(handle.value, x[None], x[None], 5, 3)
