@@ -23,7 +23,7 @@ import pytest
 import cyxla as cx
 from cyxla import _benchmark, _core
 
-from conftest import compile_c
+from conftest import compile_c, run_cyxla, run_steps
 from native_api import (
     INTERNAL,
     INVALID_ARGUMENT,
@@ -88,6 +88,22 @@ def runtime(scripted: tuple[_core.Plugin, ctypes.CDLL], platform: bytes = b"fake
 
 
 # ---------------------------------------------------------------- the plugin and its client
+
+
+def test_a_plugin_without_error_functions_is_refused_at_load(tmp_path: Path) -> None:
+    # Its Initialize fails with an error that only the absent PJRT_Error_Message could
+    # read: cyxla refuses the table before calling anything (once, it crashed).
+    source = Path(__file__).parent / "native" / "scripted_plugin.c"
+    library = compile_c(
+        source, tmp_path / "libno_errors.so", shared=True, defines={"SCRIPTED_NO_ERROR_SLOTS": "1"}
+    )
+    env = {"CYXLA_PJRT_PLUGIN": str(library)}
+    steps = run_steps("attempt(lambda: cx.initialize())", env)
+    assert steps[0][0] == "PluginLoadError", steps
+    assert str(library) in steps[0][1] and "PJRT_Error_Message" in steps[0][1]
+    result = run_cyxla("plugins", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "not loadable: PluginLoadError: " in result.stdout
 
 
 def test_attributes_of_every_type(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:
@@ -256,7 +272,7 @@ def test_execute_on_either_path(
     x = np.array([1.5, -2.0, 3.25], np.float32)
     y, z = np.zeros(3, np.float32), np.zeros(1, np.float64)
     to_host = control.fake_calls(b"PJRT_Buffer_ToHostBuffer")
-    assert executable.execute([x], [y, z])
+    assert executable._execute_exact([x], [y, z])
     np.testing.assert_array_equal(y, x)  # the program copies input 0
     assert z.tobytes() == x.tobytes()[:8]
     # Only a device that is not the host copies outputs through ToHostBuffer.
@@ -408,9 +424,10 @@ def test_null_spec_and_null_error_are_safe(sin_executable: cx.Executable) -> Non
 def test_releasing_a_foreign_or_stale_spec_changes_nothing(sin_executable: cx.Executable) -> None:
     spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
     assert table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error)) == OK
-    handle = spec.executable
+    handle, hold = sin_executable.handle, spec.executable
     table().release_spec(ctypes.byref(spec))
-    for stale in (handle + (5 << 32), 12345):  # a wrong generation, an unknown slot
+    # The spec's released hold, a wrong generation, an unknown slot:
+    for stale in (hold, handle + (5 << 32), 12345):
         foreign = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec), executable=stale)
         table().release_spec(ctypes.byref(foreign))
         assert foreign.executable == 0
@@ -517,6 +534,20 @@ def test_the_version_probe_is_no_custom_call() -> None:
         executable.run([np.zeros(3, np.float32)])
 
 
+def test_the_exact_execute_is_internal_and_refuses_by_returning_false(
+    sin_executable: cx.Executable,
+) -> None:
+    # It fails quietly (False, nothing run) for Executable.run to convert and retry, so
+    # it is not a public name of the core's Executable.
+    native = sin_executable._native
+    assert not hasattr(native, "execute")
+    y = np.full(3, 7.0, np.float32)
+    assert native._execute_exact([[0.0, 1.0, 2.0]], [y]) is False
+    assert native._execute_exact([np.zeros(6, np.float32)[::2]], [y]) is False
+    np.testing.assert_array_equal(y, 7.0)
+    np.testing.assert_allclose(sin_executable.run([[0.0, 1.0, 2.0]])[0], np.sin([0, 1, 2]), 1e-6)
+
+
 # ---------------------------------------------------------------- the native loops
 
 
@@ -533,5 +564,61 @@ def test_benchmark_loops(sin_executable: cx.Executable) -> None:
 
 def test_benchmark_refuses_more_arrays_than_inputs(sin_executable: cx.Executable) -> None:
     x = np.zeros(3, np.float32)
-    with pytest.raises(IndexError, match="index 1 of 1"):
+    with pytest.raises(ValueError, match=r"^inputs: the program takes 1 inputs, given 2"):
         _benchmark.execute_loop(sin_executable.handle, [x, x], [x], 1)
+
+
+@pytest.mark.parametrize("threads", [None, 2])
+def test_benchmark_refuses_a_too_small_output(
+    sin_executable: cx.Executable, threads: int | None
+) -> None:
+    x, small = np.zeros(3, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(ValueError, match=r"^outputs\[0\]: has 4 bytes, the program writes 12"):
+        if threads is None:
+            _benchmark.execute_loop(sin_executable.handle, [x], [small], 1)
+        else:
+            _benchmark.execute_threads(sin_executable.handle, [x], [small], 1, threads)
+
+
+@pytest.mark.parametrize(
+    ("rows_in", "rows_out", "threads", "message"),
+    [
+        (0, 0, 2, r"^table_in: is empty"),
+        (2, 1, 2, r"^table_out: has 12 bytes, 2 rows of 12 expected"),
+        (2, 2, 0, r"^threads: must be at least 1"),
+    ],
+)
+def test_benchmark_check_threads_refuses_bad_tables(
+    sin_executable: cx.Executable, rows_in: int, rows_out: int, threads: int, message: str
+) -> None:
+    table_in, table_out = np.zeros((rows_in, 3), np.float32), np.zeros((rows_out, 3), np.float32)
+    with pytest.raises(ValueError, match=message):
+        _benchmark._check_threads(sin_executable.handle, table_in, table_out, 10, threads)
+    x = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match=r"^threads: must be at least 1"):
+        _benchmark.execute_threads(sin_executable.handle, [x], [x], 1, 0)
+
+
+def test_benchmark_refuses_types_that_do_not_match_the_inputs(
+    sin_executable: cx.Executable,
+) -> None:
+    x = np.zeros(3, np.float32)
+    pointers = sin_executable._native._pjrt_pointers()
+    with pytest.raises(ValueError, match=r"^types: one element type per input, given 2 for 1"):
+        _benchmark.raw_pjrt_loop(*pointers, [x], [F32, F32], [x], 1)
+
+
+@pytest.mark.parametrize("loop", ["execute_threads", "_check_threads"])
+def test_benchmark_reraises_an_error_inside_a_worker_thread(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, loop: str
+) -> None:
+    # Once, an error in a worker thread ended the process in std::terminate.
+    executable = runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    x = np.zeros(3, np.float32)
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    with pytest.raises(RuntimeError, match="scripted failure of PJRT_LoadedExecutable_Execute"):
+        if loop == "execute_threads":
+            _benchmark.execute_threads(handle.value, [x], [x], 5, 3)
+        else:
+            _benchmark._check_threads(handle.value, x[None], x[None], 5, 3)

@@ -193,7 +193,7 @@ def test_executable_platform_and_an_internal_refusal() -> None:
     assert executable.platform == "cpu" == executable.program.platform
 
     class Refusing:
-        def execute(self, *_: Any, **__: Any) -> bool:
+        def _execute_exact(self, *_: Any, **__: Any) -> bool:
             return False
 
     executable._native = Refusing()  # type: ignore[assignment]

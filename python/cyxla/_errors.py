@@ -27,7 +27,9 @@ class PluginNotFoundError(PluginError):
 
 
 class PluginLoadError(PluginError):
-    """A library could not be loaded as a PJRT plugin."""
+    """A library could not be loaded as a PJRT plugin: it does not load, exports no
+    GetPjrtApi, has a truncated PJRT_Api table or one without the error functions
+    (PJRT_Error_Message, PJRT_Error_Destroy), or its initialization failed."""
 
 
 class PluginVersionError(PluginError):

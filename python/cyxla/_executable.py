@@ -128,7 +128,7 @@ class Executable:
             outputs = self._carriers_of(out)
         # The core takes arrays that are exactly the program's as they are, and refuses
         # anything else; only then are the arguments checked and converted here.
-        if not self._native.execute(arrays, outputs) and not self._native.execute(
+        if not self._native._execute_exact(arrays, outputs) and not self._native._execute_exact(
             self._convert(arrays), outputs, converted=True
         ):
             raise RuntimeError(
