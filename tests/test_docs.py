@@ -1,0 +1,89 @@
+"""The documentation site (mkdocs.yml, docs/): its Python examples run as written, its
+native examples build and run, and its links into the repository exist."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run_python
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.rglob("*.md"))
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+# A Markdown link or image target: [text](target) with no scheme.
+LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s]+)\)")
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
+
+
+def python_blocks(page: Path) -> list[str]:
+    return PYTHON_BLOCK.findall(page.read_text())
+
+
+# Runs one page's blocks in order in one namespace, in a fresh interpreter (pages load a
+# plugin and change JAX's settings); a failing block is named by its page and number.
+_RUN_PAGE = """
+import re, sys
+from pathlib import Path
+page = Path({page!r})
+blocks = re.findall({pattern!r}, page.read_text(), re.DOTALL | re.MULTILINE)
+namespace = {{"__name__": "__docs__"}}
+for number, code in enumerate(blocks, 1):
+    exec(compile(code, f"{{page}} (python block {{number}})", "exec"), namespace)
+print(f"ran {{len(blocks)}} blocks")
+"""
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in PAGES if python_blocks(p)],
+    ids=lambda p: str(p.relative_to(DOCS)),
+)
+def test_page_python_blocks_run(page: Path) -> None:
+    result = run_python(_RUN_PAGE.format(page=str(page), pattern=PYTHON_BLOCK.pattern))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"ran {len(python_blocks(page))} blocks" in result.stdout
+
+
+def test_pages_with_python_blocks_are_found() -> None:
+    # The extraction sees the guides' examples: a change of fence style would skip them.
+    assert len(python_blocks(DOCS / "guide" / "python.md")) >= 10
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
+def test_links_into_the_repository_exist(page: Path) -> None:
+    """Links to files of the repository outside docs/ (which MkDocs does not check) and
+    snippets (`--8<--`) name files that exist."""
+    text = page.read_text()
+    for target in LINK.findall(text):
+        path = (page.parent / target.split("#")[0]).resolve()
+        assert path.exists(), f"{page.relative_to(ROOT)} links to missing {target}"
+    for snippet in SNIPPET.findall(text):
+        assert (ROOT / snippet).is_file(), f"{page.relative_to(ROOT)} includes missing {snippet}"
+
+
+def test_every_page_is_in_the_nav() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for page in PAGES:
+        assert f" {page.relative_to(DOCS).as_posix()}\n" in nav, f"{page} is not in the nav"
+
+
+def test_site_builds_strict(tmp_path: Path) -> None:
+    """`mkdocs build --strict`, as CI runs it (skipped without the docs extra)."""
+    pytest.importorskip("mkdocstrings_handlers.python")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "api" / "executables" / "index.html").is_file()
