@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,9 @@ PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # A Markdown link or image target: [text](target) with no scheme.
 LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s]+)\)")
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
+BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
+NATIVE_GUIDE = DOCS / "guide" / "native.md"
+NATIVE_EXAMPLES = ("native_c.c", "native_cpp.cpp")
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -40,13 +44,42 @@ print(f"ran {{len(blocks)}} blocks")
 """
 
 
+@pytest.fixture(scope="session")
+def native_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with the native guide's C and C++ examples, built by the guide's own
+    commands (its bash blocks that name them), with `python` being this interpreter."""
+    directory = tmp_path_factory.mktemp("native_examples")
+    bin_directory = directory / "bin"
+    bin_directory.mkdir()
+    (bin_directory / "python").symlink_to(sys.executable)
+    environment = {**os.environ, "PATH": f"{bin_directory}{os.pathsep}{os.environ['PATH']}"}
+    commands = BASH_BLOCK.findall(NATIVE_GUIDE.read_text())
+    for source in NATIVE_EXAMPLES:
+        shutil.copy(DOCS / "examples" / source, directory / source)
+        (command,) = [c for c in commands if f" {source} " in c]
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", command],
+            capture_output=True,
+            text=True,
+            cwd=directory,
+            env=environment,
+            timeout=300,
+        )
+        assert result.returncode == 0, f"building {source}:\n{command}\n{result.stderr}"
+    return directory
+
+
 @pytest.mark.parametrize(
     "page",
     [p for p in PAGES if python_blocks(p)],
     ids=lambda p: str(p.relative_to(DOCS)),
 )
-def test_page_python_blocks_run(page: Path) -> None:
-    result = run_python(_RUN_PAGE.format(page=str(page), pattern=PYTHON_BLOCK.pattern))
+def test_page_python_blocks_run(page: Path, native_examples: Path) -> None:
+    # The native guide's blocks import the modules its commands built.
+    path = os.pathsep.join(filter(None, [str(native_examples), os.environ.get("PYTHONPATH")]))
+    result = run_python(
+        _RUN_PAGE.format(page=str(page), pattern=PYTHON_BLOCK.pattern), {"PYTHONPATH": path}
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"ran {len(python_blocks(page))} blocks" in result.stdout
 
@@ -54,6 +87,16 @@ def test_page_python_blocks_run(page: Path) -> None:
 def test_pages_with_python_blocks_are_found() -> None:
     # The extraction sees the guides' examples: a change of fence style would skip them.
     assert len(python_blocks(DOCS / "guide" / "python.md")) >= 10
+    assert any("import native_c\n" in block for block in python_blocks(NATIVE_GUIDE))
+    assert any("import native_cpp\n" in block for block in python_blocks(NATIVE_GUIDE))
+
+
+def test_native_examples_are_shown_as_built() -> None:
+    """The native guide shows the very sources the tests build, and the Cython example is
+    the downstream package's (built by tests/test_downstream_package.py)."""
+    snippets = SNIPPET.findall(NATIVE_GUIDE.read_text())
+    assert [f"docs/examples/{source}" for source in NATIVE_EXAMPLES] == snippets[:2]
+    assert "examples/downstream/src/cyxla_downstream/cython_loop.pyx" in snippets
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
