@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_python
-
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
@@ -24,6 +22,11 @@ SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NATIVE_GUIDE = DOCS / "guide" / "native.md"
 NATIVE_EXAMPLES = ("native_c.c", "native_cpp.cpp")
+# The sources under docs/examples/ that each page shows, and builds with its bash blocks.
+BUILT_EXAMPLES = {
+    NATIVE_GUIDE: NATIVE_EXAMPLES,
+    DOCS / "guide" / "custom-calls.md": ("scale_add.cc",),
+}
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -45,27 +48,28 @@ print(f"ran {{len(blocks)}} blocks")
 
 
 @pytest.fixture(scope="session")
-def native_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with the native guide's C and C++ examples, built by the guide's own
-    commands (its bash blocks that name them), with `python` being this interpreter."""
-    directory = tmp_path_factory.mktemp("native_examples")
+def built_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with the pages' native examples, built by the pages' own commands
+    (their bash blocks that name the source), with `python` being this interpreter."""
+    directory = tmp_path_factory.mktemp("docs_examples")
     bin_directory = directory / "bin"
     bin_directory.mkdir()
     (bin_directory / "python").symlink_to(sys.executable)
     environment = {**os.environ, "PATH": f"{bin_directory}{os.pathsep}{os.environ['PATH']}"}
-    commands = BASH_BLOCK.findall(NATIVE_GUIDE.read_text())
-    for source in NATIVE_EXAMPLES:
-        shutil.copy(DOCS / "examples" / source, directory / source)
-        (command,) = [c for c in commands if f" {source} " in c]
-        result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", command],
-            capture_output=True,
-            text=True,
-            cwd=directory,
-            env=environment,
-            timeout=300,
-        )
-        assert result.returncode == 0, f"building {source}:\n{command}\n{result.stderr}"
+    for page, sources in BUILT_EXAMPLES.items():
+        commands = BASH_BLOCK.findall(page.read_text())
+        for source in sources:
+            shutil.copy(DOCS / "examples" / source, directory / source)
+            (command,) = [c for c in commands if f" {source} " in c]
+            result = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", command],
+                capture_output=True,
+                text=True,
+                cwd=directory,
+                env=environment,
+                timeout=300,
+            )
+            assert result.returncode == 0, f"building {source}:\n{command}\n{result.stderr}"
     return directory
 
 
@@ -74,11 +78,18 @@ def native_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [p for p in PAGES if python_blocks(p)],
     ids=lambda p: str(p.relative_to(DOCS)),
 )
-def test_page_python_blocks_run(page: Path, native_examples: Path) -> None:
-    # The native guide's blocks import the modules its commands built.
-    path = os.pathsep.join(filter(None, [str(native_examples), os.environ.get("PYTHONPATH")]))
-    result = run_python(
-        _RUN_PAGE.format(page=str(page), pattern=PYTHON_BLOCK.pattern), {"PYTHONPATH": path}
+def test_page_python_blocks_run(page: Path, built_examples: Path) -> None:
+    """A page's Python blocks, in order, in one namespace, in a fresh interpreter that
+    runs where the pages' native examples were built (they import or load them)."""
+    path = os.pathsep.join(filter(None, [str(built_examples), os.environ.get("PYTHONPATH")]))
+    code = _RUN_PAGE.format(page=str(page), pattern=PYTHON_BLOCK.pattern)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=built_examples,
+        env={**os.environ, "PYTHONPATH": path},
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"ran {len(python_blocks(page))} blocks" in result.stdout
@@ -92,11 +103,13 @@ def test_pages_with_python_blocks_are_found() -> None:
 
 
 def test_native_examples_are_shown_as_built() -> None:
-    """The native guide shows the very sources the tests build, and the Cython example is
-    the downstream package's (built by tests/test_downstream_package.py)."""
-    snippets = SNIPPET.findall(NATIVE_GUIDE.read_text())
-    assert [f"docs/examples/{source}" for source in NATIVE_EXAMPLES] == snippets[:2]
-    assert "examples/downstream/src/cyxla_downstream/cython_loop.pyx" in snippets
+    """Pages show the very sources the tests build, and the Cython example is the
+    downstream package's (built by tests/test_downstream_package.py)."""
+    for page, sources in BUILT_EXAMPLES.items():
+        snippets = SNIPPET.findall(page.read_text())
+        assert [f"docs/examples/{source}" for source in sources] == snippets[: len(sources)]
+    cython = "examples/downstream/src/cyxla_downstream/cython_loop.pyx"
+    assert cython in SNIPPET.findall(NATIVE_GUIDE.read_text())
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
