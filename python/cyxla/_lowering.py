@@ -144,6 +144,10 @@ def _warn_narrowed(
         )
 
 
+# The start of the warning JAX 0.11 gives for each 64-bit spec that 32-bit mode truncates.
+_JAX_TRUNCATION_WARNING = r"Explicitly requested dtype \S+ requested in"
+
+
 def _keeping_every_argument(fn: Callable[..., Any]) -> Any:
     """`fn` jitted so that the program takes every argument, used or not.
 
@@ -169,9 +173,13 @@ def _export(
     checks_off = [jax.export.DisabledSafetyCheck.custom_call(t) for t in sorted(trusted)]
     jitted = _keeping_every_argument(fn)
     try:
-        return jax.export.export(jitted, platforms=[platform], disabled_checks=checks_off)(
-            *arguments
-        )
+        with warnings.catch_warnings():
+            # JAX 0.11 warns per leaf when 64-bit mode truncates a spec; `_warn_narrowed`
+            # gives one warning that names every such argument instead.
+            warnings.filterwarnings("ignore", _JAX_TRUNCATION_WARNING, UserWarning)
+            return jax.export.export(jitted, platforms=[platform], disabled_checks=checks_off)(
+                *arguments
+            )
     except (NotImplementedError, ValueError) as error:
         # Host callbacks and custom calls nobody named, explained with their targets.
         checks.explain_export_error(error, name, lambda: jax.make_jaxpr(jitted)(*arguments))
