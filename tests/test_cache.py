@@ -1130,6 +1130,7 @@ def test_cached_executable_with_other_outputs_is_not_used(cache: Path, spy: _Spy
     _, _, length, _ = store._PREFIX.unpack_from(data)
     header = json.loads(data[store._PREFIX.size : store._PREFIX.size + length])
     header["payload_length"] = len(_payload(product_entry))
+    header["binding"] = store.binding("executables", header["key"], _payload(product_entry))
     total_entry.write_bytes(store._encode(header, _payload(product_entry)))
 
     executable, stats = cx.compile_program(total)

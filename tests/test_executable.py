@@ -80,12 +80,26 @@ def test_execute_on_either_path(
     x = np.array([1.5, -2.0, 3.25], np.float32)
     y, z = np.zeros(3, np.float32), np.zeros(1, np.float64)
     to_host = control.fake_calls(b"PJRT_Buffer_ToHostBuffer")
-    assert executable.execute([x], [y, z])
+    assert executable._execute_exact([x], [y, z])
     np.testing.assert_array_equal(y, x)  # the program copies input 0
     assert z.tobytes() == x.tobytes()[:8]
     # Only a device that is not the host copies outputs through ToHostBuffer.
     expected = 2 if platform == b"fake" else 0
     assert control.fake_calls(b"PJRT_Buffer_ToHostBuffer") == to_host + expected
+
+
+def test_the_exact_execute_is_internal_and_refuses_by_returning_false(
+    sin_executable: cx.Executable,
+) -> None:
+    # It fails quietly (False, nothing run) for Executable.run to convert and retry, so
+    # it is not a public name of the core's Executable.
+    native = sin_executable._native
+    assert not hasattr(native, "execute")
+    y = np.full(3, 7.0, np.float32)
+    assert native._execute_exact([[0.0, 1.0, 2.0]], [y]) is False
+    assert native._execute_exact([np.zeros(6, np.float32)[::2]], [y]) is False
+    np.testing.assert_array_equal(y, 7.0)
+    np.testing.assert_allclose(sin_executable.run([[0.0, 1.0, 2.0]])[0], np.sin([0, 1, 2]), 1e-6)
 
 
 # ---------------------------------------------------------------- Python's Executable
@@ -96,7 +110,7 @@ def test_executable_platform_and_an_internal_refusal() -> None:
     assert executable.platform == "cpu" == executable.program.platform
 
     class Refusing:
-        def execute(self, *_: Any, **__: Any) -> bool:
+        def _execute_exact(self, *_: Any, **__: Any) -> bool:
             return False
 
     executable._native = Refusing()  # type: ignore[assignment]

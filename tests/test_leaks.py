@@ -115,7 +115,7 @@ def test_execute_does_not_leak(executable: cx.Executable, offset: int) -> None:
     y = aligned(rng.standard_normal(256).astype(np.float32), offset)
     outputs = [np.empty(256, np.float32), np.empty((), np.float32)]
     inputs = [x, y]
-    execute = executable._native.execute
+    execute = executable._native._execute_exact
 
     def loop(count: int) -> None:
         for _ in range(count):
@@ -150,9 +150,9 @@ def test_refused_executions_do_not_leak(executable: cx.Executable) -> None:
 
     def loop(count: int) -> None:
         for _ in range(count):
-            assert not executable._native.execute(bad, outputs)
+            assert not executable._native._execute_exact(bad, outputs)
             with contextlib.suppress(cx.InvalidArgumentError):
-                executable._native.execute(good, bad_outputs)
+                executable._native._execute_exact(good, bad_outputs)
 
     loop(200)
     grew = growth(lambda: loop(5000))

@@ -35,6 +35,7 @@ from support import (
     Error,
     Input,
     ProgramSpec,
+    compile_c,
     runtime,
     set_outputs,
     table,
@@ -136,6 +137,90 @@ def test_spec_with_a_short_struct_size_is_refused(executable: cyxla.Executable) 
         INVALID_ARGUMENT
     )
     assert b"struct_size is 16" in error.message
+
+
+def test_spec_with_a_larger_struct_size_is_accepted_and_only_its_prefix_used(
+    executable: cyxla.Executable,
+) -> None:
+    # A caller built against a newer header, with fields this runtime does not know.
+    class NewerSpec(ctypes.Structure):
+        _fields_ = [("spec", ProgramSpec), ("future", ctypes.c_uint64)]
+
+    newer, error = NewerSpec(), Error()
+    newer.spec.struct_size = ctypes.sizeof(NewerSpec)
+    newer.future = 0xFEEDFACE
+    assert table().get_spec(executable.handle, ctypes.byref(newer.spec), ctypes.byref(error)) == OK
+    try:
+        assert newer.spec.struct_size == ctypes.sizeof(NewerSpec)
+        assert newer.future == 0xFEEDFACE  # past the known prefix: untouched
+        assert newer.spec.num_inputs == 1 and newer.spec.output_bytes[0] == 12
+        x, y = np.array([1.0, 2.0, 3.0], np.float32), np.empty(3, np.float32)
+        assert execute(newer.spec, [as_input(x)], [y.ctypes.data]).status == OK
+        np.testing.assert_array_equal(y, jax.jit(sin2)(x))
+    finally:
+        table().release_spec(ctypes.byref(newer.spec))
+
+
+def test_execute_with_a_short_struct_size_is_refused(executable: cyxla.Executable) -> None:
+    _, spec, _ = get_spec(executable.handle)
+    x, y = np.zeros(3, np.float32), np.full(3, 7.0, np.float32)
+    try:
+        spec.struct_size = 16
+        error = execute(spec, [as_input(x)], [y.ctypes.data])
+    finally:
+        table().release_spec(ctypes.byref(spec))
+    assert error.status == INVALID_ARGUMENT
+    assert b"execute: spec->struct_size is 16" in error.message
+    np.testing.assert_array_equal(y, 7.0)  # nothing ran
+
+
+def test_get_spec_into_a_held_spec_is_refused_and_leaks_nothing() -> None:
+    program = cyxla.lower(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    executable = cyxla.compile_program(program)[0]
+    handle = executable.handle
+    status, spec, _ = get_spec(handle)
+    assert status == OK
+    held = spec.executable
+    error = Error()
+    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == INVALID_ARGUMENT
+    assert b"spec->executable is" in error.message and b"release the spec first" in error.message
+    assert spec.executable == held  # left as it was
+    table().release_spec(ctypes.byref(spec))
+    del executable
+    gc.collect()
+    # The refused call took no second hold: the executable is freed with its last one.
+    assert get_spec(handle)[0] == RELEASED
+
+
+def test_get_spec_into_an_uninitialised_spec_is_refused(executable: cyxla.Executable) -> None:
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    spec.executable = (7 << 32) | 1  # garbage, as an uninitialised struct may hold
+    assert table().get_spec(executable.handle, ctypes.byref(spec), ctypes.byref(error)) == (
+        INVALID_ARGUMENT
+    )
+    assert b"zero-initialise" in error.message
+    assert spec.executable == (7 << 32) | 1
+
+
+def test_releasing_a_spec_and_its_copy_keeps_a_third_holder(tmp_path: Path) -> None:
+    source = Path(__file__).parent / "native" / "spec_holds.c"
+    library = ctypes.CDLL(str(compile_c(source, tmp_path / "libspec_holds.so", shared=True)))
+    program = cyxla.lower(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    executable = cyxla.compile_program(program)[0]
+    handle = executable.handle
+    api = ctypes.c_void_p(ctypes.addressof(table()))
+    third, why = ProgramSpec(), ctypes.create_string_buffer(512)
+    line = library.copy_release_twice(
+        api, ctypes.c_uint64(handle), ctypes.byref(third), why, ctypes.c_size_t(512)
+    )
+    assert line == 0, why.value
+    del executable
+    gc.collect()
+    # The third spec is now the executable's only holder, and it still runs.
+    error = Error()
+    assert library.run_zeros(api, ctypes.byref(third), ctypes.byref(error)) == OK, error.message
+    table().release_spec(ctypes.byref(third))
+    assert get_spec(handle)[0] == RELEASED
 
 
 @pytest.mark.parametrize("handle", [0, 12345, (7 << 32) | 1])
@@ -293,15 +378,15 @@ def test_released_spec_is_refused(executable: cyxla.Executable) -> None:
     _, spec, _ = get_spec(executable.handle)
     handle = spec.executable
     table().release_spec(ctypes.byref(spec))
-    spec.executable = handle  # a stale copy of the spec, as a careless caller might keep
     x, y = np.zeros(3, np.float32), np.zeros(3, np.float32)
-    # The Python Executable still holds the handle, so the stale copy still works ...
-    assert execute(spec, [as_input(x)], [y.ctypes.data]).status == OK
-    # ... and a zeroed one, as release_spec leaves it, is refused.
-    spec.executable = 0
+    # A zeroed spec, as release_spec leaves it, is refused ...
     error = execute(spec, [as_input(x)], [y.ctypes.data])
     assert error.status == RELEASED
     assert b"released" in error.message
+    # ... and so is a stale copy, as a careless caller might keep, although the Python
+    # Executable still holds the executable: the spec's own hold is gone.
+    spec.executable = handle
+    assert execute(spec, [as_input(x)], [y.ctypes.data]).status == RELEASED
 
 
 def test_freed_executable_is_refused_and_a_held_spec_keeps_it_alive() -> None:
@@ -341,9 +426,10 @@ def test_releasing_a_foreign_or_stale_spec_changes_nothing(
 ) -> None:
     spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
     assert table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error)) == OK
-    handle = spec.executable
+    handle, hold = sin_executable.handle, spec.executable
     table().release_spec(ctypes.byref(spec))
-    for stale in (handle + (5 << 32), 12345):  # a wrong generation, an unknown slot
+    # The spec's released hold, a wrong generation, an unknown slot:
+    for stale in (hold, handle + (5 << 32), 12345):
         foreign = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec), executable=stale)
         table().release_spec(ctypes.byref(foreign))
         assert foreign.executable == 0
@@ -381,6 +467,13 @@ def test_aligned_memory() -> None:
         api.free_aligned(pointer)
     assert api.aligned_memory(0) is None
     api.free_aligned(None)
+
+
+@pytest.mark.parametrize("nbytes", [2**64 - 1, 2**64 - 63, 2**64 - 64, 2**63 + 1])
+def test_aligned_memory_too_large_is_null(nbytes: int) -> None:
+    # Rounding these up to the alignment wraps (or asks for more than any machine has):
+    # never a pointer to fewer bytes than asked for.
+    assert table().aligned_memory(nbytes) is None
 
 
 # ---------------------------------------------------------------------- threads
@@ -464,8 +557,64 @@ def test_benchmark_loops(sin_executable: cyxla.Executable) -> None:
 
 def test_benchmark_refuses_more_arrays_than_inputs(sin_executable: cyxla.Executable) -> None:
     x = np.zeros(3, np.float32)
-    with pytest.raises(IndexError, match="index 1 of 1"):
+    with pytest.raises(ValueError, match=r"^inputs: the program takes 1 inputs, given 2"):
         _benchmark.execute_loop(sin_executable.handle, [x, x], [x], 1)
+
+
+@pytest.mark.parametrize("threads", [None, 2])
+def test_benchmark_refuses_a_too_small_output(
+    sin_executable: cyxla.Executable, threads: int | None
+) -> None:
+    x, small = np.zeros(3, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(ValueError, match=r"^outputs\[0\]: has 4 bytes, the program writes 12"):
+        if threads is None:
+            _benchmark.execute_loop(sin_executable.handle, [x], [small], 1)
+        else:
+            _benchmark.execute_threads(sin_executable.handle, [x], [small], 1, threads)
+
+
+@pytest.mark.parametrize(
+    ("rows_in", "rows_out", "threads", "message"),
+    [
+        (0, 0, 2, r"^table_in: is empty"),
+        (2, 1, 2, r"^table_out: has 12 bytes, 2 rows of 12 expected"),
+        (2, 2, 0, r"^threads: must be at least 1"),
+    ],
+)
+def test_benchmark_check_threads_refuses_bad_tables(
+    sin_executable: cyxla.Executable, rows_in: int, rows_out: int, threads: int, message: str
+) -> None:
+    table_in, table_out = np.zeros((rows_in, 3), np.float32), np.zeros((rows_out, 3), np.float32)
+    with pytest.raises(ValueError, match=message):
+        _benchmark._check_threads(sin_executable.handle, table_in, table_out, 10, threads)
+    x = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match=r"^threads: must be at least 1"):
+        _benchmark.execute_threads(sin_executable.handle, [x], [x], 1, 0)
+
+
+def test_benchmark_refuses_types_that_do_not_match_the_inputs(
+    sin_executable: cyxla.Executable,
+) -> None:
+    x = np.zeros(3, np.float32)
+    pointers = sin_executable._native._pjrt_pointers()
+    with pytest.raises(ValueError, match=r"^types: one element type per input, given 2 for 1"):
+        _benchmark.raw_pjrt_loop(*pointers, [x], [F32, F32], [x], 1)
+
+
+@pytest.mark.parametrize("loop", ["execute_threads", "_check_threads"])
+def test_benchmark_reraises_an_error_inside_a_worker_thread(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, loop: str
+) -> None:
+    # Once, an error in a worker thread ended the process in std::terminate.
+    executable = runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    x = np.zeros(3, np.float32)
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    with pytest.raises(RuntimeError, match="scripted failure of PJRT_LoadedExecutable_Execute"):
+        if loop == "execute_threads":
+            _benchmark.execute_threads(handle.value, [x], [x], 5, 3)
+        else:
+            _benchmark._check_threads(handle.value, x[None], x[None], 5, 3)
 
 
 # ------------------------------------------------------------------- allocations

@@ -27,7 +27,7 @@ from cyxla import _backend, _core, _plugins
 from cyxla._cli import plugins as cli_plugins
 from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
 
-from support import F32, plugin_library, run_cyxla, run_steps, runtime
+from support import F32, compile_c, plugin_library, run_cyxla, run_steps, runtime
 
 CPU_DEFAULTS = {"cpu_device_count": 1, "asynchronous": False}
 
@@ -256,6 +256,22 @@ def test_initialize_with_a_plugin_of_another_platform(library: str) -> None:
 
 
 # ------------------------------------------------------------------------ the core's client
+
+
+def test_a_plugin_without_error_functions_is_refused_at_load(tmp_path: Path) -> None:
+    # Its Initialize fails with an error that only the absent PJRT_Error_Message could
+    # read: cyxla refuses the table before calling anything (once, it crashed).
+    source = Path(__file__).parent / "native" / "scripted_plugin.c"
+    library = compile_c(
+        source, tmp_path / "libno_errors.so", shared=True, defines={"SCRIPTED_NO_ERROR_SLOTS": "1"}
+    )
+    env = {"CYXLA_PJRT_PLUGIN": str(library)}
+    steps = run_steps("attempt(lambda: cx.initialize())", env)
+    assert steps[0][0] == "PluginLoadError", steps
+    assert str(library) in steps[0][1] and "PJRT_Error_Message" in steps[0][1]
+    result = run_cyxla("plugins", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "not loadable: PluginLoadError: " in result.stdout
 
 
 def test_attributes_of_every_type(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:

@@ -17,7 +17,10 @@
  * an older one down to CYXLA_ABI_OLDEST_COMPATIBLE, and cyxla_import() refuses a runtime
  * older than the header (the module would call slots that runtime lacks). Structs that
  * the caller fills for the runtime start with `struct_size`, so a newer runtime knows
- * which fields an older caller set.
+ * which fields an older caller set. A struct_size smaller than this header's struct is
+ * refused (CYXLA_ERROR_INVALID_ARGUMENT); a larger one (a caller built against a newer
+ * header, talking to this older runtime) is accepted, and only the fields this runtime
+ * knows, a prefix of the caller's struct, are read or written.
  *
  * Threads. Any number of threads may call cyxla_execute at once, on the same or on
  * different executables. A ProgramSpec stays valid until cyxla_release_spec; calling
@@ -72,10 +75,21 @@ typedef struct cyxla_Input {
 } cyxla_Input;
 
 /* What a native caller needs to know about an executable. Filled by cyxla_get_spec;
- * the arrays stay valid until cyxla_release_spec. */
+ * the arrays stay valid until cyxla_release_spec.
+ *
+ * Before cyxla_get_spec the caller zero-initialises the struct (at least `executable`)
+ * and sets struct_size:  cyxla_ProgramSpec spec = {.struct_size = sizeof spec};
+ * A spec whose `executable` is not 0 (one that still holds an executable, or stack
+ * garbage) is refused with CYXLA_ERROR_INVALID_ARGUMENT and left as it was.
+ *
+ * Each filled spec owns one hold of its own. A by-value copy shares that hold, it does
+ * not add one: releasing the spec or any copy releases the hold, and the arrays, for all
+ * of them (they then get CYXLA_ERROR_RELEASED), and releasing it again through a copy does
+ * nothing. It never drops a hold that another spec owns. A second, independent hold is
+ * another cyxla_get_spec. */
 typedef struct cyxla_ProgramSpec {
   size_t struct_size; /* the caller sets sizeof(cyxla_ProgramSpec) before cyxla_get_spec */
-  uint64_t executable; /* the runtime's handle; 0 after cyxla_release_spec */
+  uint64_t executable; /* this spec's hold; 0 before cyxla_get_spec and after release */
   size_t num_inputs;
   size_t num_outputs;
   const PJRT_Buffer_Type* input_types;
@@ -95,17 +109,21 @@ typedef struct cyxla_Api {
   int oldest_compatible; /* the oldest header version the runtime still serves */
 
   /* Fills `spec` for the executable with `handle` (Executable.handle in Python) and holds
-   * it alive until cyxla_release_spec. */
+   * it alive until cyxla_release_spec. `spec` must be zero-initialised with struct_size
+   * set (see cyxla_ProgramSpec); a spec that still holds one is refused, not overwritten. */
   cyxla_Status (*get_spec)(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* error);
-  /* Drops the spec's hold on its executable and sets spec->executable to 0. */
+  /* Drops the spec's hold on its executable and sets spec->executable to 0. A hold that
+   * was released already (through a copy of the spec) is left alone: no-op. */
   void (*release_spec)(cyxla_ProgramSpec* spec);
   /* Runs the program: reads inputs[0 .. num_inputs), writes output_bytes[j] bytes to each
-   * outputs[j]. Allocates nothing on the heap for up to 16 inputs and 16 outputs. */
+   * outputs[j]. Allocates nothing on the heap for up to 16 inputs and 16 outputs. Refuses
+   * a spec whose struct_size is smaller than sizeof(cyxla_ProgramSpec), as get_spec does. */
   cyxla_Status (*execute)(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
                           size_t num_inputs, void* const* outputs, size_t num_outputs,
                           cyxla_Error* error);
-  /* Host memory aligned to CYXLA_HOST_ALIGNMENT (NULL if out of memory, or for 0 bytes),
-   * freed with free_aligned. */
+  /* Host memory aligned to CYXLA_HOST_ALIGNMENT, freed with free_aligned. NULL for 0
+   * bytes, when out of memory, and for sizes that cannot be rounded up to the alignment
+   * (near SIZE_MAX): a non-NULL result always has at least `nbytes` usable bytes. */
   void* (*aligned_memory)(size_t nbytes);
   void (*free_aligned)(void* pointer);
 } cyxla_Api;

@@ -21,6 +21,7 @@ from cyxla._errors import (
     PluginNotFoundError,
     PluginVersionError,
     UnsupportedProgramError,
+    VersionSkewWarning,
 )
 from cyxla._executable import CompileStatistics, Executable, compile_program
 from cyxla._ffi.mirror import mirror_jax_registrations
@@ -55,6 +56,7 @@ __all__ = [
     "Program",
     "TensorSpec",
     "UnsupportedProgramError",
+    "VersionSkewWarning",
     "__version__",
     "abi_version",
     "cache_directory",

@@ -1,4 +1,5 @@
-"""`python -m cyxla`: list plugins, run the demo or the benchmark, show and empty the disk cache."""
+"""`python -m cyxla`: list plugins, report the environment, run the demo or the benchmark, show
+and empty the disk cache."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cyxla._cli import bench, cache, demo, plugins
+from cyxla._cli import bench, cache, demo, info, plugins
 
 _COMMANDS = {
     "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
+    "info": (info.main, "everything a bug report needs: versions, plugins, cache, ABI"),
     "demo": (demo.main, "lower, compile and run a small JAX function, next to jax.jit"),
     "bench": (bench.main, "time one call through native execute, run, raw PJRT and jax.jit"),
     "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),

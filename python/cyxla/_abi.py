@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 from cyxla import _core
@@ -26,8 +27,14 @@ def check_abi(version: int) -> None:
 
     Call it at import time with the `ABI_VERSION` the module was compiled against (a
     Cython module cimports it from `cyxla._runtime`). Struct layouts are part of the
-    version, which C compilers and Cython cannot check at import.
+    version, which C compilers and Cython cannot check at import. A `version` that is
+    not an integer (a str, a float, a bool) raises TypeError.
     """
+    if isinstance(version, bool) or not isinstance(version, numbers.Integral):
+        raise TypeError(
+            f"check_abi: version must be an int (the ABI_VERSION the module was built "
+            f"against), given {type(version).__name__} {version!r}"
+        )
     oldest = int(_core.ABI_OLDEST_COMPATIBLE)
     current = abi_version()
     if not oldest <= int(version) <= current:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cyxla import _core, _plugins
+from cyxla import _compat, _core, _plugins
 from cyxla._errors import PjrtError, PlatformMismatchError, PluginError
 from cyxla._ffi import registry
 from cyxla._platforms import normalize_platform
@@ -85,6 +85,33 @@ def _client(plugin: _core.Plugin, options: Mapping[str, Any]) -> _core.Runtime:
         raise type(error)(f"{error} (client options: {dict(options)})") from error
 
 
+def _check_arguments(library: Any, platform: Any, options: Any) -> None:
+    """TypeError, naming the argument, for what `initialize` cannot take."""
+    if library is not None and not isinstance(library, (str, os.PathLike)):
+        raise TypeError(
+            "initialize: library must be a path (str or os.PathLike) or None, given "
+            f"{type(library).__name__} {library!r}"
+        )
+    if platform is not None and not isinstance(platform, str):
+        raise TypeError(
+            'initialize: platform must be a str ("cpu", "cuda", "rocm" or "tpu") or None, '
+            f"given {type(platform).__name__} {platform!r}"
+        )
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            "initialize: options must be a mapping of option names to values, given "
+            f"{type(options).__name__} {options!r}"
+        )
+    for name in options:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"initialize: options must be keyed by option names (str), given the key "
+                f"{name!r} ({type(name).__name__})"
+            )
+
+
 def initialize(
     library: str | os.PathLike[str] | None = None,
     *,
@@ -98,8 +125,11 @@ def initialize(
     `CYXLA_PLATFORM`, else the first installed of those). `options` add to or replace
     the default client options of the platform's plugin; None as a value removes one. A
     process loads one plugin: calling this again with other settings raises PluginError.
+    An argument of the wrong type (a platform that is not a str, an option name that is
+    not a str) raises TypeError.
     """
     global _loaded
+    _check_arguments(library, platform, options)
     path, wanted, by_path = _plugins.resolve(library, platform)
     with _lock:
         if _loaded is not None:
@@ -116,6 +146,7 @@ def initialize(
         # Load the plugin, then register the custom calls it should hold: jaxlib's
         # handlers, JAX's registrations and cyxla's (`_ffi.registry`).
         loaded = _create(path, wanted, options, by_path)
+        _compat.check_on_load(loaded.plugin, loaded.library)  # jaxlib newer: say so
         registry.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
         _loaded = loaded
         return _loaded

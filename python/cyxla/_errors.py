@@ -14,6 +14,7 @@ __all__ = [
     "PluginNotFoundError",
     "PluginVersionError",
     "UnsupportedProgramError",
+    "VersionSkewWarning",
 ]
 
 
@@ -26,7 +27,9 @@ class PluginNotFoundError(PluginError):
 
 
 class PluginLoadError(PluginError):
-    """A library could not be loaded as a PJRT plugin."""
+    """A library could not be loaded as a PJRT plugin: it does not load, exports no
+    GetPjrtApi, has a truncated PJRT_Api table or one without the error functions
+    (PJRT_Error_Message, PJRT_Error_Destroy), or its initialization failed."""
 
 
 class PluginVersionError(PluginError):
@@ -59,3 +62,11 @@ class DtypeError(TypeError):
 
 class AbiVersionError(ImportError):
     """An extension module was built against an incompatible version of cyxla's C API."""
+
+
+class VersionSkewWarning(UserWarning):
+    """jaxlib is newer than the loaded plugin: some programs or custom calls will fail.
+
+    Turn it into an error with
+    `warnings.filterwarnings("error", category=cyxla.VersionSkewWarning)`.
+    """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +15,13 @@ from cyxla._cache import executables
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._ffi import checks
 from cyxla._jaxlib import xla_client
-from cyxla._program import Program, TensorSpec, encode_specs, output_mismatch
+from cyxla._program import (
+    Program,
+    TensorSpec,
+    encode_specs,
+    input_mismatch,
+    output_mismatch,
+)
 
 __all__ = ["CompileStatistics", "Executable", "compile_program"]
 
@@ -55,6 +62,8 @@ class Executable:
         self._native = native
         self.program = program
         self._handle: _core.NativeHandle | None = None
+        #: Makes the first `handle` once, however many threads ask for it at once.
+        self._handle_lock = threading.Lock()
         #: Per input: (shape, dtype, the dtype handed to the core).
         self._in = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.inputs]
         #: Per output: (shape, the dtype the core writes); `_views` says which need a view.
@@ -67,11 +76,17 @@ class Executable:
         """The handle native code passes to `cyxla_get_spec` (see cyxla/cyxla.h).
 
         It stays valid while this Executable lives; a spec taken from it keeps the
-        compiled program alive until the spec is released.
+        compiled program alive until the spec is released. Made on first use; threads
+        that ask at once all get the same one (a second made in a race would release
+        the first when it replaced it, leaving some threads a dead handle).
         """
-        if self._handle is None:
-            self._handle = _core.NativeHandle(self._native)
-        return self._handle.value
+        handle = self._handle
+        if handle is None:
+            with self._handle_lock:
+                if self._handle is None:
+                    self._handle = _core.NativeHandle(self._native)
+                handle = self._handle
+        return handle.value
 
     @property
     def platform(self) -> str:
@@ -90,27 +105,59 @@ class Executable:
         """The size in bytes of each output, as native callers allocate them."""
         return tuple(self._native.output_bytes)
 
-    def run(self, arrays: Sequence[Any]) -> tuple[np.ndarray, ...]:
+    def run(
+        self, arrays: Sequence[Any], *, out: Sequence[np.ndarray] | None = None
+    ) -> tuple[np.ndarray, ...]:
         """Runs the program on `arrays`, one per input, and returns its outputs.
 
         Arguments are converted to the input dtypes where NumPy's `same_kind` casting
         allows it; a wrong count or shape raises InvalidArgumentError (a ValueError) and
         an impossible cast DtypeError (a TypeError), naming the argument.
+
+        `out`, as in NumPy's functions, is a sequence of arrays, one per output, with
+        exactly the output's shape and dtype (`outputs`), writeable and C-contiguous: the
+        results are written into them and `out` is returned as a tuple, so that a loop
+        makes no new arrays. An output array may be an input array too. A sequence of
+        the wrong length, a wrong shape, a read-only or non-contiguous array raises
+        InvalidArgumentError, a wrong dtype DtypeError (no casting), and anything but
+        NumPy arrays TypeError, naming the output.
         """
-        outputs = [np.empty(shape, dtype) for shape, dtype in self._out]
+        if out is None:
+            outputs = [np.empty(shape, dtype) for shape, dtype in self._out]
+        else:
+            outputs = self._carriers_of(out)
         # The core takes arrays that are exactly the program's as they are, and refuses
         # anything else; only then are the arguments checked and converted here.
-        if not self._native.execute(arrays, outputs) and not self._native.execute(
+        if not self._native._execute_exact(arrays, outputs) and not self._native._execute_exact(
             self._convert(arrays), outputs, converted=True
         ):
             raise RuntimeError(
                 "internal error in cyxla: the core refused arguments that run() converted"
             )
+        if out is not None:
+            return tuple(out)
         if self._any_view:
             return tuple(
                 o if d is None else o.view(d) for o, d in zip(outputs, self._views, strict=True)
             )
         return tuple(outputs)
+
+    def _carriers_of(self, out: Any) -> list[np.ndarray]:
+        """The arrays of `out`, checked against the outputs, as the core writes them."""
+        if isinstance(out, (np.ndarray, str, bytes)) or not isinstance(out, Sequence):
+            raise TypeError(
+                f"run: out must be a sequence (list or tuple) of arrays, one per output of "
+                f"{self.program.name}, given {type(out).__name__}"
+            )
+        if len(out) != len(self._out):
+            raise InvalidArgumentError(
+                f"run: out must hold {len(self._out)} arrays, one per output of "
+                f"{self.program.name}, given {len(out)}"
+            )
+        return [
+            _output_carrier(j, o, spec)
+            for j, (o, spec) in enumerate(zip(out, self.program.outputs, strict=True))
+        ]
 
     def _convert(self, arrays: Sequence[Any]) -> list[np.ndarray]:
         if len(arrays) != len(self._in):
@@ -147,9 +194,46 @@ def _prepare(index: int, value: Any, spec: tuple[Any, np.dtype, np.dtype | None]
                 f"{array.dtype.name}{list(array.shape)}, which does not cast to "
                 f"{dtype.name} under 'same_kind' casting"
             )
-        array = array.astype(dtype)
+        # order="C": astype keeps a Fortran-ordered array's order, which the core refuses.
+        array = array.astype(dtype, order="C")
     elif not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
+    return array.view(carrier) if carrier is not None else array
+
+
+def _check_compile_arguments(program: Any, options: Any) -> None:
+    if not isinstance(program, Program):
+        raise TypeError(
+            "compile_program: program must be a cyxla.Program (what cyxla.lower returns), "
+            f"given {type(program).__name__}"
+        )
+    if options is not None and (
+        not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options)
+    ):
+        raise TypeError(
+            "compile_program: options must map XLA debug option names (str) to values, "
+            f"given {options!r}"
+        )
+
+
+def _output_carrier(index: int, array: Any, spec: TensorSpec) -> np.ndarray:
+    """`array` checked to be output `index`'s memory (spec `spec`), viewed as the core
+    writes it (bfloat16 as uint16)."""
+    where = f"run: out[{index}]"
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{where} must be a numpy.ndarray of {spec}, given {type(array).__name__}")
+    given = f"{array.dtype.name}[{','.join(map(str, array.shape))}]"
+    if array.shape != spec.shape:
+        raise InvalidArgumentError(f"{where}: expected shape {spec}, given {given}")
+    if array.dtype != spec.dtype:
+        raise DtypeError(f"{where}: expected {spec}, given {given} (out is not cast)")
+    if not array.flags.writeable:
+        raise InvalidArgumentError(f"{where}: expected a writeable array, given a read-only one")
+    if not array.flags.c_contiguous:
+        raise InvalidArgumentError(
+            f"{where}: expected a C-contiguous array, given a {given} that is not"
+        )
+    carrier = _carrier(spec.dtype)
     return array.view(carrier) if carrier is not None else array
 
 
@@ -162,8 +246,12 @@ def compile_program(
     `{"xla_cpu_enable_fast_math": False}`). Returns the executable and statistics.
     The executable is loaded from the disk cache (`cache_directory`) when an earlier
     compile of the same program, options and plugin stored it there, and stored after
-    compiling otherwise.
+    compiling otherwise. TypeError if `program` is not a Program (what `lower` or
+    `load_lowered` return) or `options` not a mapping of option names;
+    InvalidArgumentError if the program's input specs are not the parameters of its
+    StableHLO's main function (specs edited after `lower`).
     """
+    _check_compile_arguments(program, options)
     runtime = _backend.runtime_for(program.platform)
     checks.check_program(program.custom_calls, program.platform)
     loaded = _backend.loaded()
@@ -179,6 +267,7 @@ def compile_program(
         native = runtime.compile(program.stablehlo, compile_options, specs)
     seconds = time.perf_counter() - start
     _check_outputs(native, program)
+    _check_inputs(program)
     # A bad entry is replaced by the fresh one; both problems are reported.
     errors = [cached.error, executables.store(cached, program, native, specs)]
     statistics = CompileStatistics(
@@ -187,6 +276,17 @@ def compile_program(
         cache_error="; ".join(e for e in errors if e) or None,
     )
     return Executable(native, program), statistics
+
+
+def _check_inputs(program: Program) -> None:
+    """The program's input specs must be its StableHLO's parameters: the core reads the
+    caller's bytes as the specs say, so specs edited after `lower` would give garbage."""
+    mismatch = input_mismatch(program)
+    if mismatch is not None:
+        raise InvalidArgumentError(
+            f"compile_program: the input specs of {program.name} are not those of its "
+            f"StableHLO: {mismatch}"
+        )
 
 
 def _check_outputs(native: _core.Executable, program: Program) -> None:

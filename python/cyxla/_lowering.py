@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -101,19 +103,65 @@ def _specs(avals: Sequence[Any], role: str) -> tuple[TensorSpec, ...]:
     return tuple(specs)
 
 
+def _argument_paths(args: Sequence[Any]) -> list[str]:
+    """The name of each leaf of `args`, as messages write it: "args[0]", "args[1]['w']"."""
+    with_paths, _ = jax.tree_util.tree_flatten_with_path(list(args))
+    return [f"args{jax.tree_util.keystr(p)}" for p, _ in with_paths]
+
+
 def _argument_specs(args: Sequence[Any]) -> tuple[list[Any], Any, list[jax.ShapeDtypeStruct]]:
     """The leaves of `args`, their tree, and a spec per leaf; a dtype cyxla cannot carry
     raises UnsupportedProgramError naming the argument's path."""
     leaves, tree = jax.tree.flatten(list(args))
-    with_paths, _ = jax.tree_util.tree_flatten_with_path(list(args))
-    paths = [jax.tree_util.keystr(p) for p, _ in with_paths]
-    specs = [_spec_of(leaf, f"args{path}") for leaf, path in zip(leaves, paths, strict=True)]
+    paths = _argument_paths(args)
+    specs = [_spec_of(leaf, path) for leaf, path in zip(leaves, paths, strict=True)]
     for spec, path in zip(specs, paths, strict=True):
         if _carried_dtype(spec.dtype) is None:
             raise UnsupportedProgramError(
-                f"args{path} has dtype {spec.dtype}, which cyxla cannot carry"
+                f"{path} has dtype {spec.dtype}, which cyxla cannot carry"
             )
     return leaves, tree, specs
+
+
+def _warn_narrowed(
+    name: str, paths: Sequence[str], requested: Sequence[Any], lowered: Sequence[Any]
+) -> None:
+    """One warning for the arguments JAX lowered to a narrower dtype than requested (64-bit
+    types without 64-bit mode): the program takes, and run() casts to, the lowered ones."""
+    changes = [
+        f"{path} {np.dtype(want.dtype).name} as {np.dtype(got.dtype).name}"
+        for path, want, got in zip(paths, requested, lowered, strict=True)
+        if np.dtype(want.dtype) != np.dtype(got.dtype)
+    ]
+    if changes:
+        warnings.warn(
+            f"lower({name}): JAX's 64-bit mode is off, so it lowered {', '.join(changes)}; "
+            "the program takes those dtypes and Executable.run casts 64-bit inputs to them. "
+            "To keep 64-bit types, turn 64-bit mode on before lowering: "
+            'jax.config.update("jax_enable_x64", True) or JAX_ENABLE_X64=1',
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+# The start of the warning JAX 0.11 gives for each 64-bit spec that 32-bit mode truncates.
+_JAX_TRUNCATION_WARNING = r"Explicitly requested dtype \S+ requested in"
+
+
+def _keeping_every_argument(fn: Callable[..., Any]) -> Any:
+    """`fn` jitted so that the program takes every argument, used or not.
+
+    The program's signature is the specs the caller gave: native callers pass the inputs
+    they declared. A fresh `jax.jit(..., keep_unused=True)` around `fn` keeps them even
+    when `fn` is itself jitted without it (as `jnp.imag` is: on a real array it ignores
+    its argument), where `jax.export` would drop the arguments the result does not use.
+    """
+
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        return fn(*args)
+
+    return jax.jit(call, keep_unused=True)
 
 
 def _export(
@@ -123,11 +171,15 @@ def _export(
     `trusted`; its refusals of host callbacks and unnamed custom calls explained."""
     name = getattr(fn, "__name__", "the function")
     checks_off = [jax.export.DisabledSafetyCheck.custom_call(t) for t in sorted(trusted)]
-    jitted = fn if hasattr(fn, "trace") else jax.jit(fn, keep_unused=True)
+    jitted = _keeping_every_argument(fn)
     try:
-        return jax.export.export(jitted, platforms=[platform], disabled_checks=checks_off)(
-            *arguments
-        )
+        with warnings.catch_warnings():
+            # JAX 0.11 warns per leaf when 64-bit mode truncates a spec; `_warn_narrowed`
+            # gives one warning that names every such argument instead.
+            warnings.filterwarnings("ignore", _JAX_TRUNCATION_WARNING, UserWarning)
+            return jax.export.export(jitted, platforms=[platform], disabled_checks=checks_off)(
+                *arguments
+            )
     except (NotImplementedError, ValueError) as error:
         # Host callbacks and custom calls nobody named, explained with their targets.
         checks.explain_export_error(error, name, lambda: jax.make_jaxpr(jitted)(*arguments))
@@ -141,7 +193,9 @@ def _export(
 
 
 def _check_exported(exported: Any, name: str) -> None:
-    """Refuses what an export may hold that a plugin cannot run: effects, dropped arguments."""
+    """Refuses what an export may hold that a plugin cannot run: effects, dropped arguments
+    (which `_keeping_every_argument` prevents: a JAX that dropped them anyway would give
+    native callers another signature than the one they declared)."""
     if exported.ordered_effects or exported.unordered_effects:
         effects = [*exported.ordered_effects, *exported.unordered_effects]
         raise UnsupportedProgramError(
@@ -150,8 +204,9 @@ def _check_exported(exported: Any, name: str) -> None:
         )
     if len(exported.module_kept_var_idx) != len(exported.in_avals):
         raise UnsupportedProgramError(
-            "the function was lowered with unused arguments dropped; wrap it in "
-            "jax.jit(fn, keep_unused=True)"
+            f"internal error in cyxla: jax.export dropped unused arguments of {name} "
+            f"(kept {list(exported.module_kept_var_idx)} of {len(exported.in_avals)}) "
+            "although cyxla jitted it with keep_unused=True"
         )
 
 
@@ -169,6 +224,24 @@ def _program(exported: Any, text: str, target: str, platform: str, name: str) ->
     )
 
 
+def _target_names(custom_calls: Sequence[str]) -> set[str]:
+    """The names in `custom_calls`; TypeError for a str (a sequence parameter, which would
+    otherwise be read as one target per character) or anything but a sequence of str."""
+    if isinstance(custom_calls, (str, bytes)) or not isinstance(custom_calls, Iterable):
+        raise TypeError(
+            "lower: custom_calls must be a sequence of target names (e.g. ['my_target']), "
+            f"given {type(custom_calls).__name__} {custom_calls!r}"
+        )
+    names = list(custom_calls)
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise TypeError(
+                f"lower: custom_calls[{index}] must be a str (a target name), given "
+                f"{type(name).__name__} {name!r}"
+            )
+    return set(names)
+
+
 def lower(
     fn: Callable[..., Any], args: Sequence[Any], *, custom_calls: Sequence[str] = ()
 ) -> Program:
@@ -176,15 +249,22 @@ def lower(
 
     `args` holds one entry per positional argument of `fn`: a `jax.ShapeDtypeStruct`, an
     array (only its shape and dtype count), or a pytree of them. `custom_calls` names
-    custom-call targets that `fn` may call beyond those `jax.export` already trusts.
+    custom-call targets that `fn` may call beyond those `jax.export` already trusts (a
+    sequence of str: a lone str raises TypeError).
+
+    The program's inputs are the dtypes JAX lowers to: without 64-bit mode
+    (`jax_enable_x64`) a 64-bit spec becomes its 32-bit type, and `lower` warns
+    (UserWarning) naming each such argument.
     """
     name = getattr(fn, "__name__", "the function")
+    targets = _target_names(custom_calls)
     leaves, tree, specs = _argument_specs(args)
     platform = choose_platform(leaves)
     target = stablehlo_target(platform)
-    trusted = {*custom_calls, *checks.trusted_targets(platform)}
+    trusted = {*targets, *checks.trusted_targets(platform)}
     exported = _export(fn, jax.tree.unflatten(tree, specs), platform, trusted)
     _check_exported(exported, name)
+    _warn_narrowed(name, _argument_paths(args), specs, exported.in_avals)
     text = _stablehlo.without_locations(exported.mlir_module())
     checks.check_lowered(text, name, platform)
     return _program(exported, text, target, platform, getattr(fn, "__name__", "program"))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cyxla._dtypes import ElementType, dtype_of, element_type_of
+from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
+from cyxla._errors import DtypeError, InvalidArgumentError
+from cyxla._jaxlib import _jax, ir, mlir
 
 __all__ = [
     "Program",
@@ -16,23 +19,62 @@ __all__ = [
     "TensorSpec",
     "decode_specs",
     "encode_specs",
+    "input_mismatch",
     "output_mismatch",
     "spec_records",
 ]
 
 
+def _supported_dtype(dtype: Any) -> np.dtype:
+    """`dtype` as NumPy's; DtypeError unless cyxla carries it."""
+    try:
+        normalized = np.dtype(dtype)
+    except TypeError as error:
+        raise DtypeError(
+            f"TensorSpec: dtype must be a NumPy dtype, given {dtype!r}; supported: "
+            f"{SUPPORTED_NAMES}"
+        ) from error
+    if element_type_of(normalized) is None:
+        raise DtypeError(
+            f"TensorSpec: dtype {normalized} is not one cyxla carries; supported: {SUPPORTED_NAMES}"
+        )
+    return normalized
+
+
+def _dimensions(shape: Any) -> tuple[int, ...]:
+    """`shape` as a tuple of ints; TypeError or InvalidArgumentError unless it is one of
+    sizes >= 0."""
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError as error:
+        raise TypeError(f"TensorSpec: shape must be a sequence of ints, given {shape!r}") from error
+    if any(d < 0 for d in dims):
+        raise InvalidArgumentError(f"TensorSpec: dimensions must be >= 0, given {shape!r}")
+    return dims
+
+
 @dataclass(frozen=True)
 class TensorSpec:
-    """The shape and dtype of one input or output of a program."""
+    """The shape and dtype of one input or output of a program.
+
+    `dtype` is anything `np.dtype` takes, of a dtype cyxla carries (`SUPPORTED_DTYPES`);
+    another raises DtypeError (a TypeError). A shape that is not a sequence of ints
+    raises TypeError, and a negative dimension InvalidArgumentError (a ValueError).
+    """
 
     shape: tuple[int, ...]
     dtype: np.dtype
+
+    def __post_init__(self) -> None:
+        # Frozen: the normalized values are set as the dataclass itself sets fields.
+        object.__setattr__(self, "dtype", _supported_dtype(self.dtype))
+        object.__setattr__(self, "shape", _dimensions(self.shape))
 
     @property
     def element_type(self) -> ElementType:
         """The PJRT element type, as native code names it (PJRT_Buffer_Type)."""
         element_type = element_type_of(self.dtype)
-        assert element_type is not None, "lower admits supported dtypes only"
+        assert element_type is not None, "__post_init__ admits supported dtypes only"
         return element_type
 
     @property
@@ -98,3 +140,47 @@ def output_mismatch(native: Any, program: Program) -> str | None:
     expected = encode_specs(program.outputs)
     actual = spec_records(native.outputs)
     return None if actual == expected else f"outputs {actual}, not {expected}"
+
+
+def _main_parameters(module: Any) -> list[Any]:
+    """The parameter types of the `main` function of an MLIR module."""
+    for op in module.body.operations:
+        if ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return list(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
+    return []
+
+
+def input_mismatch(program: Program) -> str | None:
+    """How `program.inputs` differ from the parameters of the `main` function of its
+    StableHLO (what the compiled executable takes), or None when they are the same.
+
+    The core takes the input specs on trust (PJRT reports no parameter types), so a
+    program whose specs were edited would read the caller's bytes as another type. Call
+    it once the plugin has compiled the program: StableHLO that this jaxlib cannot read
+    (newer than it, or not StableHLO) is not checked, and None returned."""
+    with mlir.make_ir_context():
+        try:
+            module = _jax.mlir.deserialize_portable_artifact(program.stablehlo)
+        except Exception:  # jaxlib raises its own error types for unreadable bytecode
+            return None
+        parameters = _main_parameters(module)
+        wanted = [
+            ir.RankedTensorType.get(
+                list(s.shape), mlir.dtype_to_ir_type(s.dtype), loc=ir.Location.unknown()
+            )
+            for s in program.inputs
+        ]
+        if len(parameters) != len(wanted):
+            return (
+                f"Program.inputs holds {len(program.inputs)} specs, but its StableHLO main "
+                f"function takes {len(parameters)}: {', '.join(map(str, parameters))}"
+            )
+        for index, (spec, parameter, expected) in enumerate(
+            zip(program.inputs, parameters, wanted, strict=True)
+        ):
+            if parameter != expected:
+                return (
+                    f"Program.inputs[{index}] is {spec}, but its StableHLO main function "
+                    f"takes {parameter}"
+                )
+    return None

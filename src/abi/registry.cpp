@@ -57,8 +57,9 @@ Registry::Slot* Registry::slot(size_t index) const noexcept {
   return chunk + index % kChunkSize;
 }
 
-uint64_t Registry::add(std::shared_ptr<const Executable> executable) {
+uint64_t Registry::add(std::shared_ptr<const Executable> executable, const Entry** entry_out) {
   auto entry = std::make_unique<Entry>(std::move(executable));
+  if (entry_out != nullptr) *entry_out = entry.get();
   std::lock_guard lock(mutex_);
   if (free_.empty()) {
     const size_t chunk = owned_chunks_.size();

@@ -32,8 +32,9 @@ class Registry {
  public:
   static Registry& instance();
 
-  /// Registers `executable` with one reference; the handle is never 0.
-  uint64_t add(std::shared_ptr<const Executable> executable);
+  /// Registers `executable` with one reference; the handle is never 0. Stores the new
+  /// entry in `*entry` when given (valid until that reference is released).
+  uint64_t add(std::shared_ptr<const Executable> executable, const Entry** entry = nullptr);
   /// Adds a reference to a live handle; the entry stays valid until the matching release.
   /// Null when the handle was released or never existed.
   const Entry* acquire(uint64_t handle) noexcept;

@@ -8,7 +8,9 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <new>
+#include <utility>
 
 #include "abi/registry.hpp"
 #include "common/error.hpp"
@@ -63,6 +65,12 @@ cyxla_Status succeed(cyxla_Error* error) noexcept {
   // GCOVR_EXCL_STOP
 }
 
+/// The bytes of cyxla_ProgramSpec that this version's callers set: a caller's struct_size
+/// must be at least this. A larger one (a newer caller) is accepted; only this prefix is
+/// read or written.
+constexpr size_t kSpecSize = offsetof(cyxla_ProgramSpec, output_bytes) + sizeof(void*);
+static_assert(kSpecSize == sizeof(cyxla_ProgramSpec), "kSpecSize counts to the last field");
+
 void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) noexcept {
   // Only the fields within the caller's struct_size: an older caller has fewer.
   cyxla_ProgramSpec full{};
@@ -83,25 +91,48 @@ void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) noexcept {
 
 cyxla_Status get_spec(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* error) noexcept {
   if (spec == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "get_spec: spec is NULL");
-  if (spec->struct_size < offsetof(cyxla_ProgramSpec, output_bytes) + sizeof(spec->output_bytes)) {
+  if (spec->struct_size < kSpecSize) {
     return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
                 "get_spec: spec->struct_size is %zu, set it to sizeof(cyxla_ProgramSpec) "
                 "(at least %zu)",
-                spec->struct_size, offsetof(cyxla_ProgramSpec, output_bytes) + sizeof(void*));
+                spec->struct_size, kSpecSize);
   }
-  const Entry* entry = Registry::instance().acquire(handle);
+  // Overwriting a held spec would leak its hold; an uninitialised one may hold garbage
+  // that names someone else's hold, so neither is released here: both are refused.
+  if (spec->executable != 0) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "get_spec: spec->executable is %llu, not 0: release the spec first, or "
+                "zero-initialise a new one",
+                static_cast<unsigned long long>(spec->executable));
+  }
+  Registry& registry = Registry::instance();
+  const Entry* entry = registry.acquire(handle);
   if (entry == nullptr) {
     return fail(error, CYXLA_ERROR_RELEASED,
                 "get_spec: no executable has the handle %llu (it was freed, or the handle "
                 "is not one from Executable.handle)",
                 static_cast<unsigned long long>(handle));
   }
-  fill(*spec, handle, *entry);
+  std::shared_ptr<const Executable> executable = entry->executable;
+  registry.release(handle);
+  // Each spec gets a handle of its own (its hold), so that releasing a spec and a
+  // by-value copy of it drops that one hold once: the second release finds the hold's
+  // generation gone and does nothing, instead of dropping someone else's reference.
+  uint64_t hold = 0;
+  const Entry* held = nullptr;
+  try {
+    hold = registry.add(std::move(executable), &held);
+  } catch (...) {
+    return fail_with_current_exception(error, "get_spec");
+  }
+  fill(*spec, hold, *held);
   return succeed(error);
 }
 
 void release_spec(cyxla_ProgramSpec* spec) noexcept {
   if (spec == nullptr) return;
+  // A hold released already (through a copy of this spec) is ignored: its handle's
+  // generation is dead.
   Registry::instance().release(spec->executable);
   spec->executable = 0;
 }
@@ -112,6 +143,12 @@ cyxla_Status checked_execute(const cyxla_ProgramSpec* spec, const cyxla_Input* i
                              size_t num_inputs, void* const* outputs, size_t num_outputs,
                              cyxla_Error* error) {
   if (spec == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: spec is NULL");
+  if (spec->struct_size < kSpecSize) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "execute: spec->struct_size is %zu, set it to sizeof(cyxla_ProgramSpec) "
+                "(at least %zu)",
+                spec->struct_size, kSpecSize);
+  }
   Registry::Use use = Registry::instance().use(spec->executable);
   const Entry* e = use.entry();
   if (e == nullptr) {

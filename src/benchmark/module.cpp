@@ -10,6 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,6 +32,37 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// Refuses a bad argument before anything runs: ValueError naming `argument`.
+void require(bool ok, const std::string& argument, const std::string& what) {
+  if (!ok) throw nb::value_error((argument + ": " + what).c_str());
+}
+
+void require_threads(size_t threads) {
+  require(threads != 0, "threads", "must be at least 1, given 0");
+}
+
+/// Checks `in` and `out` against the program: one array per input of its exact size,
+/// one per output with room for what the program writes.
+void check_arrays(const cyxla::native::Program& program, const std::vector<ReadOnlyArray>& in,
+                  const std::vector<HostArray>& out) {
+  require(in.size() == program.num_inputs(), "inputs",
+          "the program takes " + std::to_string(program.num_inputs()) + " inputs, given " +
+              std::to_string(in.size()));
+  require(out.size() == program.num_outputs(), "outputs",
+          "the program has " + std::to_string(program.num_outputs()) + " outputs, given " +
+              std::to_string(out.size()));
+  for (size_t i = 0; i < in.size(); ++i) {
+    require(in[i].nbytes() == program.input_bytes(i), "inputs[" + std::to_string(i) + "]",
+            "has " + std::to_string(in[i].nbytes()) + " bytes, the program takes " +
+                std::to_string(program.input_bytes(i)));
+  }
+  for (size_t j = 0; j < out.size(); ++j) {
+    require(out[j].nbytes() >= program.output_bytes(j), "outputs[" + std::to_string(j) + "]",
+            "has " + std::to_string(out[j].nbytes()) + " bytes, the program writes " +
+                std::to_string(program.output_bytes(j)));
+  }
+}
+
 std::vector<cyxla_Input> inputs_of(const cyxla::native::Program& program,
                                    const std::vector<ReadOnlyArray>& arrays) {
   std::vector<cyxla_Input> inputs;
@@ -44,10 +78,43 @@ std::vector<void*> outputs_of(const std::vector<HostArray>& arrays) {
   return outputs;
 }
 
+/// Runs `body(t)` on `threads` threads, calls `meanwhile(started)` in this thread once
+/// they are started, and joins them. The first exception of any thread (or of starting
+/// one) is rethrown here: leaving a thread, it would end the process in std::terminate.
+template <class Body, class Meanwhile>
+void run_threads(size_t threads, const Body& body, const Meanwhile& meanwhile) {
+  std::mutex mutex;
+  std::exception_ptr first;
+  auto record = [&] {
+    std::lock_guard lock(mutex);
+    if (!first) first = std::current_exception();
+  };
+  {
+    std::vector<std::jthread> pool;
+    try {
+      pool.reserve(threads);
+      for (size_t t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+          try {
+            body(t);
+          } catch (...) {
+            record();
+          }
+        });
+      }
+    } catch (...) {
+      record();  // could not start them all: let the started ones finish
+    }
+    meanwhile(pool.size());
+  }  // joins
+  if (first) std::rethrow_exception(first);
+}
+
 /// Seconds for `calls` executions through cyxla's C API, in this thread, without the GIL.
 double execute_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
                     const std::vector<HostArray>& out, size_t calls) {
   cyxla::native::Program program(handle);
+  check_arrays(program, in, out);
   std::vector<cyxla_Input> inputs = inputs_of(program, in);
   std::vector<void*> outputs = outputs_of(out);
   nb::gil_scoped_release release;
@@ -61,7 +128,9 @@ double execute_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
 /// Each thread writes its own outputs (copies of `out`'s shapes).
 double execute_threads(uint64_t handle, const std::vector<ReadOnlyArray>& in,
                        const std::vector<HostArray>& out, size_t calls, size_t threads) {
+  require_threads(threads);
   cyxla::native::Program program(handle);
+  check_arrays(program, in, out);
   std::vector<cyxla_Input> inputs = inputs_of(program, in);
   std::vector<std::vector<cyxla::native::HostArray>> outputs(threads);
   for (auto& per_thread : outputs) {
@@ -70,21 +139,27 @@ double execute_threads(uint64_t handle, const std::vector<ReadOnlyArray>& in,
   nb::gil_scoped_release release;
   std::atomic<size_t> ready{0};
   std::atomic<bool> go{false};
-  std::vector<std::jthread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      std::vector<void*> mine;
-      for (auto& a : outputs[t]) mine.push_back(a.data());
-      program.execute(inputs, mine);  // warm
-      ready.fetch_add(1);
-      while (!go.load()) std::this_thread::yield();
-      for (size_t n = 0; n < calls; ++n) program.execute(inputs, mine);
-    });
-  }
-  while (ready.load() != threads) std::this_thread::yield();
-  const auto start = Clock::now();
-  go.store(true);
-  pool.clear();  // joins
+  Clock::time_point start;
+  run_threads(
+      threads,
+      [&](size_t t) {
+        std::vector<void*> mine;
+        for (auto& a : outputs[t]) mine.push_back(a.data());
+        try {
+          program.execute(inputs, mine);  // warm
+        } catch (...) {
+          ready.fetch_add(1);  // the others still start, and this one is reported
+          throw;
+        }
+        ready.fetch_add(1);
+        while (!go.load()) std::this_thread::yield();
+        for (size_t n = 0; n < calls; ++n) program.execute(inputs, mine);
+      },
+      [&](size_t started) {
+        while (ready.load() != started) std::this_thread::yield();
+        start = Clock::now();
+        go.store(true);
+      });
   return seconds_since(start);
 }
 
@@ -93,28 +168,40 @@ double execute_threads(uint64_t handle, const std::vector<ReadOnlyArray>& in,
 /// `table_out` (computed beforehand by jax.jit). Returns the number of wrong results.
 size_t check_threads(uint64_t handle, const ReadOnlyArray& table_in, const ReadOnlyArray& table_out,
                      size_t calls, size_t threads) {
+  require_threads(threads);
   cyxla::native::Program program(handle);
+  require(program.num_inputs() == 1 && program.num_outputs() == 1, "handle",
+          "the program must take one input and return one output");
   const size_t in_bytes = program.input_bytes(0);
   const size_t out_bytes = program.output_bytes(0);
+  require(in_bytes != 0 && out_bytes != 0, "handle", "the program's input and output are empty");
+  require(table_in.nbytes() != 0, "table_in", "is empty: give at least one row");
+  require(table_in.nbytes() % in_bytes == 0, "table_in",
+          "has " + std::to_string(table_in.nbytes()) + " bytes, not whole rows of " +
+              std::to_string(in_bytes));
   const size_t rows = table_in.nbytes() / in_bytes;
+  require(table_out.nbytes() == rows * out_bytes, "table_out",
+          "has " + std::to_string(table_out.nbytes()) + " bytes, " + std::to_string(rows) +
+              " rows of " + std::to_string(out_bytes) + " expected");
   const auto* in_rows = static_cast<const std::byte*>(table_in.data());
   const auto* out_rows = static_cast<const std::byte*>(table_out.data());
   const PJRT_Buffer_Type type = program.input_type(0);
   std::atomic<size_t> wrong{0};
   nb::gil_scoped_release release;
-  std::vector<std::jthread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      cyxla::native::HostArray x(in_bytes), y(out_bytes);
-      for (size_t n = 0; n < calls; ++n) {
-        const size_t row = (t * 7919 + n) % rows;
-        std::memcpy(x.data(), in_rows + row * in_bytes, in_bytes);
-        program.execute({x.input(type)}, {y.data()});
-        if (std::memcmp(y.data(), out_rows + row * out_bytes, out_bytes) != 0) wrong.fetch_add(1);
-      }
-    });
-  }
-  pool.clear();
+  run_threads(
+      threads,
+      [&](size_t t) {
+        cyxla::native::HostArray x(in_bytes), y(out_bytes);
+        for (size_t n = 0; n < calls; ++n) {
+          const size_t row = (t * 7919 + n) % rows;
+          std::memcpy(x.data(), in_rows + row * in_bytes, in_bytes);
+          program.execute({x.input(type)}, {y.data()});
+          if (std::memcmp(y.data(), out_rows + row * out_bytes, out_bytes) != 0) {
+            wrong.fetch_add(1);
+          }
+        }
+      },
+      [](size_t) {});
   return wrong.load();
 }
 
@@ -130,6 +217,10 @@ std::vector<double> raw_pjrt_run(uintptr_t api_address, uintptr_t client_address
                                  const std::vector<ReadOnlyArray>& in,
                                  const std::vector<int>& types, const std::vector<HostArray>& out,
                                  size_t calls, bool phases) {
+  // The pointers and the outputs' count are trusted: they come from _pjrt_pointers().
+  require(types.size() == in.size(), "types",
+          "one element type per input, given " + std::to_string(types.size()) + " for " +
+              std::to_string(in.size()) + " inputs");
   const auto* api = reinterpret_cast<const PJRT_Api*>(api_address);
   auto* client = reinterpret_cast<PJRT_Client*>(client_address);
   auto* device = reinterpret_cast<PJRT_Device*>(device_address);

@@ -217,7 +217,7 @@ FfiVersion handler_version(const xla_ffi::Api* api, const void* handler, std::st
   try {
     if (xla_ffi::Error* error = function(&frame)) {
       xla_ffi::ErrorGetMessageArgs get{sizeof(xla_ffi::ErrorGetMessageArgs), nullptr, error,
-                                       nullptr};
+                                       nullptr, 0};
       api->error_get_message(&get);
       refusal = get.message != nullptr ? get.message : "an error without a message";
       xla_ffi::ErrorDestroyArgs destroy{sizeof(xla_ffi::ErrorDestroyArgs), nullptr, error};

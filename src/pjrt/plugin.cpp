@@ -49,6 +49,7 @@ std::string error_message(const PJRT_Api* api, const PJRT_Error* error) {
 }
 
 int error_code(const PJRT_Api* api, const PJRT_Error* error) {
+  if (api->PJRT_Error_GetCode == nullptr) return PJRT_Error_Code_UNKNOWN;  // optional
   auto args = make_args<PJRT_Error_GetCode_Args>();
   args.error = error;
   const OwnedError failed(api, api->PJRT_Error_GetCode(&args));
@@ -154,6 +155,18 @@ std::shared_ptr<const Plugin> Plugin::load(const std::string& path) {
   }
 
   auto plugin = std::make_shared<Plugin>(Key{}, path, api);
+  // Every failed call is read and freed through these two, Initialize's first: without
+  // them a plugin's error could be neither reported nor destroyed. (A table that lacks
+  // Initialize too is named by that first missing call, as for any other slot.)
+  if (!plugin->has<&PJRT_Api::PJRT_Plugin_Initialize>()) {
+    missing_function(*plugin, "PJRT_Plugin_Initialize");
+  }
+  if (!plugin->has<&PJRT_Api::PJRT_Error_Message>() ||
+      !plugin->has<&PJRT_Api::PJRT_Error_Destroy>()) {
+    throw Error(ErrorKind::PluginLoad,
+                path + " lacks PJRT_Error_Message or PJRT_Error_Destroy in its PJRT_Api table: "
+                       "cyxla could not report its errors; install a complete plugin");
+  }
   auto init = make_args<PJRT_Plugin_Initialize_Args>();
   CYXLA_PJRT_CALL(*plugin, PJRT_Plugin_Initialize, init, ErrorKind::PluginLoad);
   auto attrs = make_args<PJRT_Plugin_Attributes_Args>();

@@ -46,8 +46,10 @@ int error_code(const PJRT_Api* api, const PJRT_Error* error);
 
 class Plugin {
  public:
-  /// Loads the library at `path`, checks its PJRT version and initializes it. The
-  /// library is never unloaded: handlers registered with it must stay valid.
+  /// Loads the library at `path`, checks its PJRT version and its error functions
+  /// (PJRT_Error_Message and PJRT_Error_Destroy; PluginLoad error without them) and
+  /// initializes it. The library is never unloaded: handlers registered with it must
+  /// stay valid.
   static std::shared_ptr<const Plugin> load(const std::string& path);
 
   const PJRT_Api* api() const noexcept { return api_; }

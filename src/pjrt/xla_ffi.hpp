@@ -3,7 +3,7 @@
 //
 // Declared here, under our own names, because the build does not depend on jaxlib's
 // headers. Only the prefixes cyxla reads or writes are declared; fields keep XLA's order
-// and types, and tests/ffi_handler/layout_check.cpp proves the offsets against the
+// and types, and tests/native/layout_check.cc proves the offsets against the
 // headers that jaxlib ships (jax.ffi.include_dir()).
 #pragma once
 
@@ -38,11 +38,15 @@ struct ErrorCreateArgs {
   const char* message;
   int errc;  // XLA_FFI_Error_Code
 };
+/// XLA_FFI_Error_GetMessage_Args (FFI 0.3) and XLA_FFI_Error_GetDetails_Args (0.4), which
+/// appends `errc`: a 0.4 plugin writes it, so the struct must have room for it, and a 0.3
+/// plugin reads the prefix it knows.
 struct ErrorGetMessageArgs {
   size_t struct_size;
   ExtensionBase* extension_start;
   Error* error;
   const char* message;  // out
+  int errc;             // out (XLA FFI 0.4 and newer): XLA_FFI_Error_Code
 };
 struct ErrorDestroyArgs {
   size_t struct_size;

@@ -202,9 +202,13 @@ NB_MODULE(_core, m) {
                                    reinterpret_cast<uintptr_t>(r.device()),
                                    reinterpret_cast<uintptr_t>(e.loaded()));
           })
-      .def("execute", &python::run_on_buffers, "inputs"_a, "outputs"_a, "converted"_a = false,
+      // Internal (Executable.run's fast path), hence the underscore: it refuses by
+      // returning False, and only its one caller converts and retries.
+      .def("_execute_exact", &python::run_on_buffers, "inputs"_a, "outputs"_a,
+           "converted"_a = false,
            "Runs the program on host arrays: reads `inputs`, writes `outputs`. Returns False, "
-           "running nothing, when an input is not exactly what the program takes; "
+           "running nothing, when the arguments are not exactly the program's (a list, a "
+           "strided or misaligned array, another dtype); the caller converts and retries. "
            "`converted` inputs may carry bfloat16 as uint16.")
       .def("serialize",
            [](const Executable& e) {

@@ -19,10 +19,12 @@ constexpr size_t round_up(size_t bytes) noexcept {
   return (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
 }
 
-/// Aligned memory of at least `bytes`, freed with std::free; null for 0 bytes or when out
-/// of memory.
+/// Aligned memory of at least `bytes`, freed with std::free; null for 0 bytes, when out
+/// of memory, or when `bytes` rounded up to the alignment exceeds SIZE_MAX (the rounding
+/// would wrap to a tiny block).
 inline void* allocate_aligned(size_t bytes) noexcept {
-  return bytes == 0 ? nullptr : std::aligned_alloc(kHostAlignment, round_up(bytes));
+  if (bytes == 0 || bytes > SIZE_MAX - (kHostAlignment - 1)) return nullptr;
+  return std::aligned_alloc(kHostAlignment, round_up(bytes));
 }
 
 }  // namespace cyxla

@@ -104,7 +104,17 @@ static XLA_FFI_Error* ffi_error_create(XLA_FFI_Error_Create_Args* args) {
   return error;
 }
 
-static void ffi_error_get_message(XLA_FFI_Error_GetMessage_Args* args) {
+/* XLA FFI 0.4 (jaxlib 0.11) replaced XLA_FFI_Error_GetMessage with
+ * XLA_FFI_Error_GetDetails, whose arguments add `errc` after `message`. */
+#if XLA_FFI_API_MAJOR == 0 && XLA_FFI_API_MINOR <= 3
+typedef XLA_FFI_Error_GetMessage_Args ErrorMessageArgs;
+#define API_ERROR_MESSAGE XLA_FFI_Error_GetMessage
+#else
+typedef XLA_FFI_Error_GetDetails_Args ErrorMessageArgs;
+#define API_ERROR_MESSAGE XLA_FFI_Error_GetDetails
+#endif
+
+static void ffi_error_get_message(ErrorMessageArgs* args) {
   args->message = args->error->message;
 }
 
@@ -185,7 +195,7 @@ const PJRT_Api* GetPjrtApi(void) {
   ffi_api.api_version.major_version = 0;
   ffi_api.api_version.minor_version = 2;
   ffi_api.XLA_FFI_Error_Create = ffi_error_create;
-  ffi_api.XLA_FFI_Error_GetMessage = ffi_error_get_message;
+  ffi_api.API_ERROR_MESSAGE = ffi_error_get_message;
   ffi_api.XLA_FFI_Error_Destroy = ffi_error_destroy;
 
   ffi_extension.base.struct_size = sizeof(ffi_extension);

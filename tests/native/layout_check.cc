@@ -1,5 +1,7 @@
 // Proves that cyxla's declarations of the XLA FFI structs (src/pjrt/xla_ffi.hpp) match
-// the headers that jaxlib ships: compiling this file is the test.
+// the headers that jaxlib ships: compiling this file is the test. It compiles against
+// every XLA FFI API generation a supported jaxlib ships (XLA_FFI_API_MINOR selects the
+// names those headers declare).
 #include <cstddef>
 #include <type_traits>
 
@@ -7,6 +9,19 @@
 #include "xla/ffi/api/c_api.h"
 
 namespace ours = cyxla::xla_ffi;
+
+// XLA FFI 0.4 (jaxlib 0.11) renamed the extension base and replaced
+// XLA_FFI_Error_GetMessage with XLA_FFI_Error_GetDetails, whose arguments end with an
+// `errc` after the same `error` and `message`.
+#if XLA_FFI_API_MAJOR == 0 && XLA_FFI_API_MINOR <= 3
+using TheirExtensionBase = XLA_FFI_Extension_Base;
+using TheirErrorArgs = XLA_FFI_Error_GetMessage_Args;
+#define THEIR_ERROR_FUNCTION XLA_FFI_Error_GetMessage
+#else
+using TheirExtensionBase = XLA_FFI_InternalExtension;
+using TheirErrorArgs = XLA_FFI_Error_GetDetails_Args;
+#define THEIR_ERROR_FUNCTION XLA_FFI_Error_GetDetails
+#endif
 
 #define SAME_OFFSET(our_type, our_field, their_type, their_field)          \
   static_assert(offsetof(ours::our_type, our_field) ==                     \
@@ -17,9 +32,9 @@ static_assert(ours::kExtensionMetadata == XLA_FFI_Extension_Metadata);
 static_assert(ours::kStageExecute == XLA_FFI_ExecutionStage_EXECUTE);
 static_assert(ours::kErrorInvalidArgument == XLA_FFI_Error_Code_INVALID_ARGUMENT);
 
-static_assert(sizeof(ours::ExtensionBase) == sizeof(XLA_FFI_Extension_Base));
-SAME_OFFSET(ExtensionBase, type, XLA_FFI_Extension_Base, type);
-SAME_OFFSET(ExtensionBase, next, XLA_FFI_Extension_Base, next);
+static_assert(sizeof(ours::ExtensionBase) == sizeof(TheirExtensionBase));
+SAME_OFFSET(ExtensionBase, type, TheirExtensionBase, type);
+SAME_OFFSET(ExtensionBase, next, TheirExtensionBase, next);
 
 static_assert(ours::kApiVersionSize == XLA_FFI_Api_Version_STRUCT_SIZE);
 SAME_OFFSET(ApiVersion, major_version, XLA_FFI_Api_Version, major_version);
@@ -28,16 +43,22 @@ SAME_OFFSET(ApiVersion, minor_version, XLA_FFI_Api_Version, minor_version);
 static_assert(sizeof(ours::ErrorCreateArgs) == sizeof(XLA_FFI_Error_Create_Args));
 SAME_OFFSET(ErrorCreateArgs, message, XLA_FFI_Error_Create_Args, message);
 SAME_OFFSET(ErrorCreateArgs, errc, XLA_FFI_Error_Create_Args, errc);
-static_assert(sizeof(ours::ErrorGetMessageArgs) == sizeof(XLA_FFI_Error_GetMessage_Args));
-SAME_OFFSET(ErrorGetMessageArgs, error, XLA_FFI_Error_GetMessage_Args, error);
-SAME_OFFSET(ErrorGetMessageArgs, message, XLA_FFI_Error_GetMessage_Args, message);
+// Ours has room for every generation's fields: a 0.4 API writes `errc` after `message`,
+// a 0.3 API reads the prefix up to `message`.
+static_assert(sizeof(ours::ErrorGetMessageArgs) >= sizeof(TheirErrorArgs));
+SAME_OFFSET(ErrorGetMessageArgs, error, TheirErrorArgs, error);
+SAME_OFFSET(ErrorGetMessageArgs, message, TheirErrorArgs, message);
+#if !(XLA_FFI_API_MAJOR == 0 && XLA_FFI_API_MINOR <= 3)
+static_assert(sizeof(ours::ErrorGetMessageArgs) == sizeof(XLA_FFI_Error_GetDetails_Args));
+SAME_OFFSET(ErrorGetMessageArgs, errc, XLA_FFI_Error_GetDetails_Args, errc);
+#endif
 static_assert(sizeof(ours::ErrorDestroyArgs) == sizeof(XLA_FFI_Error_Destroy_Args));
 SAME_OFFSET(ErrorDestroyArgs, error, XLA_FFI_Error_Destroy_Args, error);
 
 SAME_OFFSET(Api, api_version, XLA_FFI_Api, api_version);
 SAME_OFFSET(Api, internal_api, XLA_FFI_Api, internal_api);
 SAME_OFFSET(Api, error_create, XLA_FFI_Api, XLA_FFI_Error_Create);
-SAME_OFFSET(Api, error_get_message, XLA_FFI_Api, XLA_FFI_Error_GetMessage);
+SAME_OFFSET(Api, error_get_message, XLA_FFI_Api, THEIR_ERROR_FUNCTION);
 SAME_OFFSET(Api, error_destroy, XLA_FFI_Api, XLA_FFI_Error_Destroy);
 
 static_assert(ours::kValuesSize == XLA_FFI_Args_STRUCT_SIZE);

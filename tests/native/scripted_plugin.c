@@ -6,7 +6,10 @@
  * so results are known without XLA. Buffers live in malloc'd host memory whatever the
  * platform name says, so a platform other than "cpu" runs cyxla's device path
  * (PJRT_Buffer_ToHostBuffer and its event). Its FFI extension has no register_handler,
- * as in plugins built before XLA added it. */
+ * as in plugins built before XLA added it.
+ *
+ * Built with -DSCRIPTED_NO_ERROR_SLOTS, its table lacks the PJRT_Error_* functions and its
+ * PJRT_Plugin_Initialize fails. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +114,12 @@ static PJRT_Error* error_get_code(PJRT_Error_GetCode_Args* args) {
 
 static PJRT_Error* plugin_initialize(PJRT_Plugin_Initialize_Args* args) {
   (void)args;
+#ifdef SCRIPTED_NO_ERROR_SLOTS
+  /* An error that only the absent PJRT_Error_Message could read. */
+  return calloc(1, sizeof(PJRT_Error));
+#else
   return NULL;
+#endif
 }
 
 static const int64_t attribute_list[3] = {1, 2, 3};
@@ -403,6 +411,11 @@ const PJRT_Api* GetPjrtApi(void) {
   api.PJRT_Error_Destroy = error_destroy;
   api.PJRT_Error_Message = error_message;
   api.PJRT_Error_GetCode = error_get_code;
+#ifdef SCRIPTED_NO_ERROR_SLOTS /* a table without the error slots */
+  api.PJRT_Error_Destroy = NULL;
+  api.PJRT_Error_Message = NULL;
+  api.PJRT_Error_GetCode = NULL;
+#endif
   api.PJRT_Plugin_Initialize = plugin_initialize;
   api.PJRT_Plugin_Attributes = plugin_attributes;
   api.PJRT_Event_Destroy = event_destroy;

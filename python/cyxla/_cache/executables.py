@@ -8,8 +8,8 @@ from typing import Any
 
 from cyxla import _backend, _core
 from cyxla._cache import store as _store
-from cyxla._cache.keys import executable_key, library_identity
-from cyxla._program import Program, SpecRecords, output_mismatch, spec_records
+from cyxla._cache.keys import executable_source, key_of, library_identity
+from cyxla._program import Program, SpecRecords, output_mismatch
 
 __all__ = ["Lookup", "load", "store"]
 
@@ -29,14 +29,19 @@ class Lookup:
     #: The key to store the compiled program under; None when the cache cannot be used.
     key: str | None
     identity: dict[str, Any] | None
+    #: What the key digests (`executable_source`), kept in the entry stored.
+    source: dict[str, Any] | None = None
 
 
 def _same_specs(recorded: Any, specs: SpecRecords) -> bool:
-    """Whether an entry's recorded input specs (JSON, unchecked) are `specs`."""
-    try:
-        return spec_records(recorded) == specs
-    except (TypeError, ValueError):
-        return False
+    """Whether an entry's recorded input specs (JSON, unchecked) are `specs`: compared
+    as JSON, so a value of another type (a float, Infinity, a string) never converts."""
+    return recorded == [[t, d] for t, d in specs] and _plain_ints(recorded)
+
+
+def _plain_ints(recorded: list[Any]) -> bool:
+    # `==` takes True for 1 and 1.0 for 1; an entry holds ints.
+    return all(type(t) is int and all(type(d) is int for d in dims) for t, dims in recorded)
 
 
 def load(
@@ -44,23 +49,29 @@ def load(
 ) -> Lookup:
     """Looks `program` up; a damaged, foreign or unsafe entry is a miss with an error."""
     start = time.perf_counter()
-    if _store.cache_directory() is None:
-        return Lookup(None, 0.0, None, None, None)
+    try:
+        if _store.configured_directory() is None:
+            return Lookup(None, 0.0, None, None, None)
+    except _store.CacheRefusedError as error:
+        return Lookup(None, time.perf_counter() - start, str(error), None, None)
     try:
         identity = library_identity(loaded)
     except OSError as error:  # the library moved since it was loaded: no key to trust
         return Lookup(
             None, time.perf_counter() - start, f"cannot identify the plugin: {error}", None, None
         )
-    key = executable_key(program, compile_options, identity, loaded.options, _store.cyxla_version())
+    source = executable_source(
+        program, compile_options, identity, loaded.options, _store.cyxla_version()
+    )
+    key = key_of(source)
     try:
         entry = _store.read(_KIND, key)
     except _store.CacheRefusedError as error:
         return Lookup(None, time.perf_counter() - start, str(error), None, None)
     except _store.EntryError as error:
-        return Lookup(None, time.perf_counter() - start, str(error), key, identity)
-    native, error = (None, None) if entry is None else _use(entry, loaded, program, specs, identity)
-    return Lookup(native, time.perf_counter() - start, error, key, identity)
+        return Lookup(None, time.perf_counter() - start, str(error), key, identity, source)
+    native, error = (None, None) if entry is None else _use(entry, loaded, program, specs, source)
+    return Lookup(native, time.perf_counter() - start, error, key, identity, source)
 
 
 def _use(
@@ -68,13 +79,17 @@ def _use(
     loaded: _backend.LoadedPlugin,
     program: Program,
     specs: SpecRecords,
-    identity: dict[str, Any],
+    source: dict[str, Any],
 ) -> tuple[_core.Executable | None, str | None]:
     """The executable in a checked entry, or None and why it cannot be used."""
-    if entry.header.get("plugin") != identity:
-        return None, f"{entry.path} was written by another plugin: {entry.header.get('plugin')}"
+    if entry.header.get("plugin") != source["plugin"]:
+        plugin = entry.header.get("plugin")
+        return None, f"{entry.path} was written by another plugin: {plugin!r:.300}"
+    if entry.header.get("source") != source:
+        return None, f"{entry.path} was compiled from another program or with other options"
     if not _same_specs(entry.header.get("inputs"), specs):
-        return None, f"{entry.path} was compiled for other inputs: {entry.header.get('inputs')}"
+        inputs = entry.header.get("inputs")
+        return None, f"{entry.path} was compiled for other inputs: {inputs!r:.300}"
     try:
         native = loaded.runtime.deserialize(entry.payload, specs)
     except Exception as failure:  # whatever the plugin says, compiling is the way out
@@ -96,6 +111,7 @@ def store(
             "name": program.name,
             "platform": program.platform,
             "plugin": lookup.identity,
+            "source": lookup.source,
             "inputs": specs,
             "fingerprint": native.fingerprint().hex(),
         }

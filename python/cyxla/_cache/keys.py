@@ -18,7 +18,14 @@ from cyxla import _backend
 from cyxla._cache.store import cyxla_version
 from cyxla._program import Program
 
-__all__ = ["cache_key", "executable_key", "host_identity", "library_identity"]
+__all__ = [
+    "cache_key",
+    "executable_key",
+    "executable_source",
+    "host_identity",
+    "key_of",
+    "library_identity",
+]
 
 
 def _distribution_version(name: str) -> str | None:
@@ -101,6 +108,48 @@ def _json_safe(value: Any) -> Any:
     )
 
 
+def _tagged(value: Any) -> list[Any]:
+    """`value` as `[tag, content]`, where the tag names its type, or TypeError.
+
+    Every value is tagged, containers too, so no two values of other types share an
+    encoding: `1+0j` is not `{"complex": [1.0, 0.0]}`, `b"x"` is not a str, a dtype is
+    not its name, a tuple is not a list, an array is not a dict of its shape and dtype.
+    Floats are written with `repr`, so every float (inf and nan too) has one text.
+    """
+    if value is None:
+        return ["none"]
+    if isinstance(value, bool):  # before int: bool is an int
+        return ["bool", value]
+    if isinstance(value, int):
+        return ["int", str(value)]
+    if isinstance(value, float):
+        return ["float", repr(value)]
+    if isinstance(value, str):
+        return ["str", value]
+    if isinstance(value, complex):
+        return ["complex", repr(value.real), repr(value.imag)]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return ["bytes", hashlib.sha256(value).hexdigest()]
+    if isinstance(value, np.generic):  # before the shape test: a scalar has a shape too
+        return _tagged(value.item())
+    if isinstance(value, np.dtype):
+        return ["dtype", value.str if value.kind != "V" else value.name]
+    if isinstance(value, Mapping):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("cache key parts may be mappings with string keys only")
+        return ["map", [[k, _tagged(value[k])] for k in sorted(value)]]
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # arrays, ShapeDtypeStruct
+        return ["array", [int(d) for d in value.shape], str(np.dtype(value.dtype))]
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, [_tagged(v) for v in value]]
+    if isinstance(value, Sequence):
+        return ["list", [_tagged(v) for v in value]]
+    raise TypeError(
+        f"a cache key part of type {type(value).__name__} has no stable text; pass str, "
+        "bytes, numbers, None, dtypes, shapes or sequences and mappings of them"
+    )
+
+
 def _digest(document: Mapping[str, Any]) -> str:
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -111,7 +160,9 @@ def cache_key(*parts: Any, distributions: Iterable[str] = ()) -> str:
 
     `parts` describe what was lowered (a name, argument shapes and dtypes, settings):
     strings, bytes, numbers, None, dtypes, arrays or `jax.ShapeDtypeStruct`s (their
-    shape and dtype), and lists, tuples and string-keyed dicts of those. The key also
+    shape and dtype), and lists, tuples and string-keyed dicts of those. Values of other
+    types give other keys, even where their text is alike: a tuple is not a list, a
+    complex number is not a dict, an array is not its shape. The key also
     holds the versions of JAX, jaxlib and cyxla, whether JAX's 64-bit mode is on (it
     changes what tracing produces), and the version of each installed distribution
     named in `distributions` (None for one that is missing), such as the package whose
@@ -120,7 +171,7 @@ def cache_key(*parts: Any, distributions: Iterable[str] = ()) -> str:
     names = sorted(set(distributions))
     return _digest(
         {
-            "parts": _json_safe(list(parts)),
+            "parts": _tagged(list(parts)),
             "jax": _distribution_version("jax"),
             "jaxlib": _distribution_version("jaxlib"),
             "cyxla": cyxla_version(),
@@ -128,6 +179,26 @@ def cache_key(*parts: Any, distributions: Iterable[str] = ()) -> str:
             "distributions": {name: _distribution_version(name) for name in names},
         }
     )
+
+
+def executable_source(
+    program: Program,
+    compile_options: bytes,
+    identity: Mapping[str, Any],
+    client_options: Mapping[str, Any],
+    version: str,
+) -> dict[str, Any]:
+    """What `executable_key` digests, as JSON: kept in the entry and compared on load,
+    so an entry is the executable of the program it was made from."""
+    return {
+        "stablehlo": hashlib.sha256(program.stablehlo).hexdigest(),
+        "compile_options": hashlib.sha256(compile_options).hexdigest(),
+        "platform": program.platform,
+        "plugin": dict(identity),
+        "client_options": {str(k): _tagged(v) for k, v in client_options.items()},
+        "cyxla": version,
+        "host": host_identity(),
+    }
 
 
 def executable_key(
@@ -139,14 +210,9 @@ def executable_key(
 ) -> str:
     """The key of `program` compiled with `compile_options` by the plugin `identity`
     (a client made with `client_options`) under cyxla `version`, on this host."""
-    return _digest(
-        {
-            "stablehlo": hashlib.sha256(program.stablehlo).hexdigest(),
-            "compile_options": hashlib.sha256(compile_options).hexdigest(),
-            "platform": program.platform,
-            "plugin": dict(identity),
-            "client_options": {str(k): _json_safe(v) for k, v in client_options.items()},
-            "cyxla": version,
-            "host": host_identity(),
-        }
-    )
+    return key_of(executable_source(program, compile_options, identity, client_options, version))
+
+
+def key_of(source: Mapping[str, Any]) -> str:
+    """The key of a source document such as `executable_source` makes."""
+    return _digest(source)

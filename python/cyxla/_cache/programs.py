@@ -23,6 +23,12 @@ __all__ = ["load_lowered", "store_lowered"]
 
 _KIND = "programs"
 _LEAF = "*"
+#: The deepest nesting of lists and dicts in an encoded output structure (two or three
+#: for each level of the tree): deeper ones are refused when stored, and an entry holding
+#: one is ignored before anything recurses into it.
+_MAX_NESTING = 512
+#: The largest dimension an entry may hold (the core's are signed 64-bit).
+_MAX_DIMENSION = (1 << 63) - 1
 
 
 def _encode_tree(tree: Any) -> Any:
@@ -74,9 +80,31 @@ def _decode_tree(encoded: Any) -> Any:
     return jax.tree.structure(_example(encoded))
 
 
+def _nesting(encoded: Any) -> int:
+    """How deeply `encoded` nests lists and dicts (counted without recursing, and only up
+    to one past `_MAX_NESTING`)."""
+    nesting, level = 0, [encoded]
+    while nesting <= _MAX_NESTING:
+        level = [
+            child
+            for node in level
+            if isinstance(node, (list, dict))
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            break
+        nesting += 1
+    return nesting
+
+
 def _describe(program: Program) -> dict[str, Any]:
     """The header of `program`'s entry; UnsupportedProgramError if its output cannot be kept."""
     tree = _encode_tree(program.output_tree)
+    if _nesting(tree) > _MAX_NESTING:
+        raise UnsupportedProgramError(
+            f"the output structure of {program.name} nests too deeply for store_lowered "
+            f"(more than {_MAX_NESTING} lists and dicts)"
+        )
     if _decode_tree(tree) != program.output_tree:  # only what round-trips is stored
         raise UnsupportedProgramError(
             f"the output structure {program.output_tree} of {program.name} cannot be stored"
@@ -90,6 +118,35 @@ def _describe(program: Program) -> dict[str, Any]:
         "custom_calls": list(program.custom_calls),
         "output_tree": tree,
     }
+
+
+def _check_specs(encoded: Any, field: str) -> None:
+    """ValueError unless `encoded` is a list of `[element type, [dimensions]]` of ints."""
+    if not isinstance(encoded, list):
+        raise ValueError(f"{field} is not a list")
+    for spec in encoded:
+        if not (isinstance(spec, list) and len(spec) == 2 and isinstance(spec[1], list)):
+            raise ValueError(f"{field} holds {spec!r:.80}, not [element type, [dimensions]]")
+        if not all(type(n) is int and 0 <= n <= _MAX_DIMENSION for n in [spec[0], *spec[1]]):
+            raise ValueError(f"{field} holds {spec!r:.80}, not integers in range")
+
+
+def _check_description(description: Any) -> Mapping[str, Any]:
+    """`description` if it has the shape `_describe` writes; KeyError, TypeError or
+    ValueError if not, before anything converts or recurses into it."""
+    if not isinstance(description, dict):
+        raise TypeError(f"the description is a {type(description).__name__}, not a dict")
+    for field in ("name", "platform", "stablehlo_version"):
+        if not isinstance(description[field], str):
+            raise ValueError(f"{field} is not a str")
+    _check_specs(description["inputs"], "inputs")
+    _check_specs(description["outputs"], "outputs")
+    calls = description["custom_calls"]
+    if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls)):
+        raise ValueError("custom_calls is not a list of str")
+    if _nesting(description["output_tree"]) > _MAX_NESTING:
+        raise ValueError(f"malformed output structure: nested deeper than {_MAX_NESTING}")
+    return description
 
 
 def _program(description: Mapping[str, Any], stablehlo: bytes) -> Program:
@@ -148,8 +205,8 @@ def load_lowered(key: str) -> Program | None:
     if entry is None:
         return None
     try:
-        return _program(entry.header["program"], entry.payload)
-    except (KeyError, TypeError, ValueError) as error:
+        return _program(_check_description(entry.header["program"]), entry.payload)
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as error:
         # A checksummed entry this cyxla cannot read: written by a buggy or altered build.
         warnings.warn(
             f"cyxla cache: ignored {entry.path}: unreadable program ({error!r})", stacklevel=2

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,13 +38,16 @@ __all__ = [
     "EntryError",
     "EntryTooLargeError",
     "Listing",
+    "binding",
     "cache_directory",
     "clear",
+    "configured_directory",
     "cyxla_version",
     "entries",
     "entry_path",
     "max_bytes",
     "open_store",
+    "parse_json",
     "peek",
     "read",
     "write",
@@ -56,7 +59,9 @@ CACHE_ENVIRONMENT_VARIABLE = "CYXLA_CACHE_DIR"
 MAX_BYTES_ENVIRONMENT_VARIABLE = "CYXLA_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 1 << 30
 #: Bumped whenever the layout of an entry changes; older entries then read as foreign.
-FORMAT_VERSION = 1
+#: 2 (2026-12): headers bind key and payload (`binding`), executables record the key's
+#: source document, and specs are written with element types as numbers.
+FORMAT_VERSION = 2
 #: The kinds of entry, each in a subdirectory of the cache directory.
 KINDS = ("executables", "programs")
 
@@ -89,19 +94,37 @@ class Entry:
     payload: bytes
 
 
+def configured_directory() -> Path | None:
+    """`cache_directory`, but CacheRefusedError (after a warning) when the directory
+    cannot be resolved, such as `CYXLA_CACHE_DIR=~nosuchuser/x`."""
+    configured = os.environ.get(CACHE_ENVIRONMENT_VARIABLE)
+    if configured is not None and configured.strip() in ("", "0"):
+        return None
+    try:
+        if configured is None:
+            return _default_directory()
+        return Path(configured).expanduser().absolute()
+    except (RuntimeError, OSError, ValueError) as error:  # RuntimeError: no such user
+        setting = f"{CACHE_ENVIRONMENT_VARIABLE}={configured!r}" if configured else "the default"
+        raise _refuse(f"cannot resolve the cache directory ({setting}): {error}") from error
+
+
 def cache_directory() -> Path | None:
     """The directory of the disk cache, or None when the cache is off.
 
     `CYXLA_CACHE_DIR` (`cyxla.CACHE_ENVIRONMENT_VARIABLE`) if set; an empty value or `0`
     turns the cache off. Otherwise the user's cache directory: `$XDG_CACHE_HOME/cyxla`,
     else `~/.cache/cyxla` on Linux, `~/Library/Caches/cyxla` on macOS and
-    `%LOCALAPPDATA%\\cyxla\\Cache` on Windows. The directory need not exist yet.
+    `%LOCALAPPDATA%\\cyxla\\Cache` on Windows. The directory need not exist yet. A
+    `CYXLA_CACHE_DIR` that cannot be resolved turns the cache off, after a warning.
     """
-    configured = os.environ.get(CACHE_ENVIRONMENT_VARIABLE)
-    if configured is not None:
-        if configured.strip() in ("", "0"):
-            return None
-        return Path(configured).expanduser().absolute()
+    try:
+        return configured_directory()
+    except CacheRefusedError:
+        return None
+
+
+def _default_directory() -> Path:
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(base) / "cyxla" / "Cache"
@@ -173,7 +196,7 @@ def open_store(kind: str, *, create: bool) -> Path | None:
     the cache directory or the kind's directory is unsafe or cannot be made."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind of cache entry {kind!r}; expected one of {KINDS}")
-    root = cache_directory()
+    root = configured_directory()
     if root is None:
         return None
     directory = root / kind
@@ -206,12 +229,61 @@ def entry_path(directory: Path, key: str) -> Path:
     return directory / f"{digest}{_SUFFIX}"
 
 
+def binding(kind: str, key: str, payload: bytes) -> str:
+    """A digest of the kind, key and payload together, kept in the checksummed header.
+
+    The checksum alone proves an entry whole, not that it is the entry of its key: an
+    entry whose `key` field (and checksum) was rewritten would pass it. Nothing without a
+    secret stops a writer who knows this format; the directory's ownership check does.
+    """
+    digest = hashlib.sha256(f"{kind}\0{key}\0".encode())
+    digest.update(payload)
+    return digest.hexdigest()
+
+
 def _encode(header: Mapping[str, Any], payload: bytes) -> bytes:
-    header_bytes = json.dumps(dict(header), sort_keys=True, separators=(",", ":")).encode()
+    header_bytes = json.dumps(
+        dict(header), sort_keys=True, separators=(",", ":"), allow_nan=False
+    ).encode()
     digest = hashlib.sha256(header_bytes)
     digest.update(payload)
     prefix = _PREFIX.pack(_MAGIC, FORMAT_VERSION, len(header_bytes), digest.digest())
     return prefix + header_bytes + payload
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a value an entry holds")
+
+
+def parse_json(data: bytes) -> Any:
+    """JSON as entries write it; ValueError for anything else, including NaN, Infinity,
+    numbers too long to convert and nesting too deep to parse (RecursionError)."""
+    try:
+        return json.loads(data, parse_constant=_no_constant)
+    except RecursionError as error:
+        raise ValueError("nested too deeply") from error
+
+
+#: The header fields the store writes, with their types.
+_HEADER_FIELDS: Mapping[str, type] = {
+    "kind": str,
+    "key": str,
+    "payload_length": int,
+    "cyxla_version": str,
+    "binding": str,
+}
+
+
+def _header_problem(header: Any, payload: bytes) -> str | None:
+    if not isinstance(header, dict):
+        return "a header that does not describe its payload"
+    for field, kind in _HEADER_FIELDS.items():
+        value = header.get(field)
+        if type(value) is not kind:  # not isinstance: True is not a length
+            return f"a header that does not describe its payload ({field}: {value!r:.80})"
+    if header["payload_length"] != len(payload):
+        return "a header that does not describe its payload"
+    return None
 
 
 def _decode(path: Path, data: bytes, kind: str, key: str) -> Entry:
@@ -233,23 +305,56 @@ def _decode(path: Path, data: bytes, kind: str, key: str) -> Entry:
         # Checked before parsing anything: a truncated payload fails here too.
         raise EntryError(f"{path} is corrupted or truncated (its SHA-256 does not match)")
     try:
-        header = json.loads(bytes(body[:header_length]))
+        header = parse_json(bytes(body[:header_length]))
     except ValueError as error:
         raise EntryError(f"{path} has an unreadable header: {error}") from error
     payload = bytes(body[header_length:])
-    if not isinstance(header, dict) or header.get("payload_length") != len(payload):
-        raise EntryError(f"{path} has a header that does not describe its payload")
-    if header.get("kind") != kind or header.get("key") != key:
+    problem = _header_problem(header, payload)
+    if problem is not None:
+        raise EntryError(f"{path} has {problem}")
+    if header["kind"] != kind or header["key"] != key:
         raise EntryError(
-            f"{path} holds the {header.get('kind')} entry for another key; it is not this "
+            f"{path} holds the {header['kind']:.40} entry for another key; it is not this "
             f"{kind} entry"
         )
-    if header.get("cyxla_version") != cyxla_version():
+    if header["binding"] != binding(kind, key, payload):
+        raise EntryError(f"{path} was moved from another key (its binding does not match)")
+    if header["cyxla_version"] != cyxla_version():
         raise EntryError(
-            f"{path} was written by cyxla {header.get('cyxla_version')}, not by this cyxla "
+            f"{path} was written by cyxla {header['cyxla_version']:.40}, not by this cyxla "
             f"{cyxla_version()}"
         )
     return Entry(path, header, payload)
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """A descriptor open for reading on the regular file at `path`, and its status.
+
+    Never waits: a pipe or device is refused from `lstat` before it is opened, and opened
+    with O_NONBLOCK in case it was swapped in meanwhile; `fstat` on the open descriptor
+    then checks the file read is the file checked. FileNotFoundError if there is none;
+    EntryError for anything but a regular file, or a file that cannot be opened.
+    """
+    try:
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            raise EntryError(f"cannot open {path}: a symbolic link is not followed")
+        if not stat.S_ISREG(mode):
+            raise EntryError(f"{path} is not a regular file")
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        descriptor = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # a symbolic link (ELOOP), or no permission
+        raise EntryError(f"cannot open {path}: {error}") from error
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise EntryError(f"{path} is not a regular file")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, info
 
 
 def read(kind: str, key: str) -> Entry | None:
@@ -262,19 +367,11 @@ def read(kind: str, key: str) -> Entry | None:
     if directory is None:
         return None
     path = entry_path(directory, key)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        descriptor = os.open(path, flags)
+        descriptor, info = _open_regular(path)
     except FileNotFoundError:
         return None
-    except OSError as error:  # a symbolic link (ELOOP), or no permission
-        raise EntryError(f"cannot open {path}: {error}") from error
     try:
-        # fstat on the open file: the file checked is the file read. Before fdopen, which
-        # refuses a directory with an OSError of its own.
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise EntryError(f"{path} is not a regular file")
         problem = _unsafe(info, "the entry", path)
         if problem is not None:
             warnings.warn(f"cyxla cache: {problem}; it is not loaded", stacklevel=2)
@@ -307,6 +404,7 @@ def write(kind: str, key: str, header: Mapping[str, Any], payload: bytes) -> Pat
             "kind": kind,
             "key": key,
             "payload_length": len(payload),
+            "binding": binding(kind, key, payload),
             "cyxla_version": cyxla_version(),
             "created": time.time(),
         },
@@ -388,27 +486,41 @@ def _evict(bound: int, keep: Path) -> None:
 
 
 def peek(path: Path) -> Mapping[str, Any] | None:
-    """The header of the entry at `path` for display, unchecked; None if unreadable."""
+    """The header of the entry at `path` for display, unchecked; None if unreadable.
+    Never waits on a pipe (see `_open_regular`)."""
     try:
-        with open(path, "rb") as file:
+        descriptor, _ = _open_regular(path)
+        with os.fdopen(descriptor, "rb") as file:
             prefix = file.read(_PREFIX.size)
             if len(prefix) < _PREFIX.size:
                 return None
             magic, _, header_length, _ = _PREFIX.unpack(prefix)
             if magic != _MAGIC:
                 return None
-            header = json.loads(file.read(header_length))
-    except (OSError, ValueError):
+            header = parse_json(file.read(header_length))
+    except (OSError, ValueError, EntryError):
         return None
     return header if isinstance(header, dict) else None
 
 
-def clear() -> tuple[int, int]:
-    """Removes every entry and temporary file; returns (files removed, bytes freed)."""
+def clear(on_error: Callable[[Path, OSError], None] | None = None) -> tuple[int, int]:
+    """Removes every entry and temporary file; returns (files removed, bytes freed).
+
+    A file that cannot be removed (a directory named like an entry, say) is skipped and
+    handed to `on_error`, or warned about; the others are removed all the same.
+    """
     removed = freed = 0
     for item in entries():
-        with contextlib.suppress(FileNotFoundError):
+        try:
             item.path.unlink()
-            removed += 1
-            freed += item.size
+        except FileNotFoundError:
+            continue  # removed meanwhile by another process
+        except OSError as error:
+            if on_error is None:
+                warnings.warn(f"cyxla cache: could not remove {item.path}: {error}", stacklevel=2)
+            else:
+                on_error(item.path, error)
+            continue
+        removed += 1
+        freed += item.size
     return removed, freed

@@ -6,8 +6,14 @@ import argparse
 import datetime
 import os
 import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from cyxla._cache import store
+
+#: The most characters of a program's name that `info` shows.
+_NAME_WIDTH = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +48,28 @@ def _where() -> str:
     return f"the default; set {variable} to move it, or to 0 to turn the cache off"
 
 
+def _directory() -> tuple[Path | None, str | None]:
+    """The cache directory, or None and why it cannot be resolved (printed, not warned)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return store.configured_directory(), None
+        except store.CacheRefusedError as error:
+            return None, str(error)
+
+
+def _name(header: Mapping[str, Any]) -> str:
+    """The program's name in an unchecked header, or `?`."""
+    program = header.get("program")
+    name = header.get("name") or (program.get("name") if isinstance(program, dict) else "")
+    return name[:_NAME_WIDTH] if isinstance(name, str) and name else "?"
+
+
 def _info() -> int:
-    directory = store.cache_directory()
+    directory, problem = _directory()
+    if problem is not None:
+        print(f"refused, so not used: {problem}")
+        return 0
     if directory is None:
         print(f"the disk cache is off ({_where()})")
         return 0
@@ -66,9 +92,7 @@ def _info() -> int:
         used = datetime.datetime.fromtimestamp(item.last_used).isoformat(
             sep=" ", timespec="seconds"
         )
-        program = header.get("program")
-        name = header.get("name") or (program.get("name") if isinstance(program, dict) else "")
-        name = str(name or "?")
+        name = _name(header)
         label = "temporary" if item.path.name.startswith(".tmp-") else item.kind[:-1]
         print(
             f"  {label:<10} {name:<24} {_size(item.size):>10}  last used {used}  "
@@ -78,17 +102,19 @@ def _info() -> int:
 
 
 def _clear() -> int:
-    directory = store.cache_directory()
+    directory, problem = _directory()
+    if problem is not None:
+        print(f"refused, so not cleared: {problem}")
+        return 1
     if directory is None:
         print(f"the disk cache is off ({_where()}); nothing to clear")
         return 0
-    try:
-        removed, freed = store.clear()
-    except OSError as error:
-        print(f"could not clear the cache at {directory}: {error}")
-        return 1
+    failures: list[str] = []
+    removed, freed = store.clear(lambda path, error: failures.append(f"{path.name}: {error}"))
     print(f"removed {_files(removed)} ({_size(freed)}) from {directory}")
-    return 0
+    for failure in failures:
+        print(f"could not clear the cache at {directory}: {failure}")
+    return 1 if failures else 0
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,10 +1,12 @@
-"""`python -m cyxla plugins`: every plugin cyxla can find, and whether it loads."""
+"""`python -m cyxla plugins`: every plugin cyxla can find, whether it loads, and whether it
+is in step with jaxlib (`_compat`'s verdict, the one a load warns with). Exits non-zero
+when no plugin is both loadable and in step."""
 
 from __future__ import annotations
 
 import os
 
-from cyxla import _backend, _core, _plugins
+from cyxla import _backend, _compat, _core, _plugins
 from cyxla._errors import PluginNotFoundError
 
 
@@ -43,16 +45,38 @@ def main() -> int:
             )
             continue
         rows.append((entry.name, entry.platform, path, ""))
+    usable = 0
     for index, (name, platform, path, status) in enumerate(rows):
         if not status:
             try:
-                status = "loadable: " + _describe(_plugins.load_library(path))
+                plugin = _plugins.load_library(path)
+                status = "loadable: " + _describe(plugin)
             except Exception as error:  # shown, not raised: listing must go on
                 status = f"not loadable: {type(error).__name__}: {error}"
+            else:
+                line, in_step = _verdict(plugin, path)
+                status += "\n  " + line
+                usable += in_step
         rows[index] = (name, platform, path, status)
     for name, platform, path, status in rows:
         print(f"{name} ({platform})\n  library: {path}\n  {status}")
     loaded = _backend.loaded()
     if loaded is not None:
         print(f"loaded in this process: {loaded.platform} from {loaded.library}")
+    if not usable:
+        print("no usable plugin: none loads and is in step with jaxlib")
+        return 1
     return 0
+
+
+def _verdict(plugin: _core.Plugin, path: str) -> tuple[str, bool]:
+    """The line on how the plugin fits jaxlib, and whether it is usable."""
+    try:
+        verdict = _compat.verdict(plugin, path)
+    except Exception as error:  # shown, not raised: listing must go on
+        return f"versions unknown: {type(error).__name__}: {error}", False
+    package = f"package: {_compat.distribution_of(path) or 'none (a library given by path)'}\n  "
+    if verdict.in_step:
+        return f"{package}in step with jaxlib: {verdict.summary()}", True
+    kind = "refused" if verdict.fatal else "VersionSkewWarning at load"
+    return f"{package}version skew ({kind}): {verdict.message()}", False

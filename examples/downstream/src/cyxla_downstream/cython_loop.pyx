@@ -26,6 +26,7 @@ def iterate(executable, x, Py_ssize_t steps):
     cdef Py_ssize_t step
     cdef size_t nbytes
     spec.struct_size = sizeof(ProgramSpec)
+    spec.executable = 0  # holds nothing yet: get_spec refuses a spec that holds one
     if get_spec(executable.handle, &spec, &error) != OK:
         raise RuntimeError(error.message.decode())
     try:

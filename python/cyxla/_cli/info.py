@@ -1,0 +1,83 @@
+"""`python -m cyxla info`: everything a bug report needs, one `name: value` a line (as
+`jax.print_environment_info()` prints it): cyxla, Python, jax, jaxlib, numpy, the plugins
+with their versions and their fit with jaxlib, the disk cache and the native ABI."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+from cyxla import _abi, _compat, _plugins
+from cyxla._cache import store
+from cyxla._errors import PluginNotFoundError
+from cyxla._version import __version__
+
+__all__ = ["lines", "main"]
+
+#: The packages whose versions a report names.
+_PACKAGES = ("jax", "jaxlib", "numpy", "ml_dtypes", "scipy")
+
+
+def _version(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return ".".join(map(str, value))
+    return "unknown" if value is None else str(value)
+
+
+def _plugin(library: str) -> str:
+    """The plugin at `library`: its wheel, its API versions and its fit with jaxlib."""
+    try:
+        plugin = _plugins.load_library(library)
+        verdict = _compat.verdict(plugin, library)
+    except Exception as error:  # shown, not raised: a report must go on
+        return f"{library}, not loadable: {type(error).__name__}: {error}"
+    major, minor = plugin.version
+    attributes = plugin.attributes
+    fit = "in step with jaxlib" if verdict.in_step else f"version skew: {verdict.message()}"
+    return (
+        f"{_compat.distribution_of(library) or 'no package'} ({library}), PJRT {major}.{minor}, "
+        f"StableHLO {_version(attributes.get('stablehlo_minimum_version'))} to "
+        f"{_version(attributes.get('stablehlo_current_version'))}, "
+        f"XLA FFI {_version(verdict.plugin_ffi)}; {fit}"
+    )
+
+
+def lines() -> list[str]:
+    """The report, one `name: value` a line."""
+    found = [
+        f"cyxla: {__version__}",
+        f"python: {sys.version.split()[0]} ({sys.executable})",
+        f"platform: {platform.platform()}",
+    ]
+    found += [f"{name}: {_compat.package_version(name) or 'not installed'}" for name in _PACKAGES]
+    found.append(
+        f"jaxlib APIs: StableHLO {_version(_compat.jaxlib_stablehlo_version())}, "
+        f"XLA FFI {_version(_compat.jaxlib_ffi_version())}"
+    )
+    for entry in _plugins.discover():
+        try:
+            library = entry.library_path()
+        except PluginNotFoundError:
+            continue
+        found.append(f"plugin {entry.name} ({entry.platform}): {_plugin(library)}")
+    override = os.environ.get(_plugins.PLUGIN_ENVIRONMENT_VARIABLE)
+    if override:
+        found.append(f"plugin {_plugins.PLUGIN_ENVIRONMENT_VARIABLE}: {_plugin(override)}")
+    if not any(line.startswith("plugin ") for line in found):
+        found.append("plugin: none installed (pip install 'cyxla[cpu]')")
+    directory = store.cache_directory()
+    found.append(f"cache directory: {directory if directory is not None else 'off'}")
+    found.append(f"native ABI version: {_abi.abi_version()}")
+    found += [f"{name}: {value}" for name, value in sorted(os.environ.items()) if _ours(name)]
+    return found
+
+
+def _ours(name: str) -> bool:
+    """Whether the environment variable `name` changes what cyxla or JAX does."""
+    return name.startswith(("CYXLA_", "JAX_", "XLA_"))
+
+
+def main() -> int:
+    print("\n".join(lines()))
+    return 0

@@ -1,0 +1,191 @@
+"""Version skew between jaxlib and the plugin: the installed pair is in step, and a jaxlib
+newer than the plugin (simulated: the two cannot be installed together, the plugin pins
+jax) is reported at load and by `python -m cyxla`, naming both packages and the API
+versions. And `python -m cyxla info`, the report a bug needs."""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+
+import jax
+import pytest
+
+import cyxla as cx
+from cyxla import _compat
+from cyxla._cli import plugins as cli_plugins
+from cyxla._errors import PluginVersionError
+from cyxla._ffi import registry
+from cyxla._version import __version__
+
+from support import run_cyxla, run_python
+
+
+def header_ffi_version() -> tuple[int, int]:
+    header = (Path(jax.ffi.include_dir()) / "xla/ffi/api/c_api.h").read_text()
+    major = re.search(r"#define XLA_FFI_API_MAJOR (\d+)", header)
+    minor = re.search(r"#define XLA_FFI_API_MINOR (\d+)", header)
+    assert major and minor
+    return int(major.group(1)), int(minor.group(1))
+
+
+@pytest.fixture
+def newer_jaxlib(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Makes `_compat` see a jax and jaxlib 0.12.0 that write StableHLO `stablehlo` and
+    build handlers against XLA FFI `ffi`; the plugin's side stays what is installed."""
+
+    def simulate(stablehlo: tuple[int, ...] = (1, 99, 0), ffi: tuple[int, int] = (0, 9)) -> None:
+        real = _compat.package_version
+
+        def package_version(name: str) -> str | None:
+            return "0.12.0" if name in ("jax", "jaxlib") else real(name)
+
+        monkeypatch.setattr(_compat, "package_version", package_version)
+        monkeypatch.setattr(_compat, "jaxlib_stablehlo_version", lambda: stablehlo)
+        monkeypatch.setattr(_compat, "jaxlib_ffi_version", lambda: ffi)
+        monkeypatch.setattr(_compat, "_warned", set())
+
+    return simulate
+
+
+def test_the_installed_pair_is_in_step() -> None:
+    loaded = cx.initialize()
+    verdict = _compat.verdict(loaded.plugin, loaded.library)
+    assert verdict.in_step, verdict.message()
+    assert verdict.jaxlib_ffi == header_ffi_version()
+    assert verdict.plugin_ffi is not None and verdict.plugin_ffi >= header_ffi_version()
+    assert verdict.plugin_stablehlo is not None
+    assert verdict.jaxlib_stablehlo <= verdict.plugin_stablehlo
+    # The header's version is the one jaxlib's handlers report at registration.
+    handler_versions = {r.handler_ffi_version for r in registry.registrations().values()}
+    assert header_ffi_version() in handler_versions
+    assert _compat.distribution_of(loaded.library) == (
+        f"lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')}"
+    )
+
+
+def test_a_library_outside_any_package_has_no_distribution(tmp_path: Path) -> None:
+    library = tmp_path / "libplugin.so"
+    library.write_bytes(b"")
+    assert _compat.distribution_of(str(library)) is None
+
+
+def test_jaxlib_newer_than_the_plugin_warns_once_naming_both_packages(
+    newer_jaxlib: Callable[..., None],
+) -> None:
+    loaded = cx.initialize()
+    newer_jaxlib()
+    with pytest.warns(cx.VersionSkewWarning) as caught:
+        verdict = _compat.check_on_load(loaded.plugin, loaded.library)
+    assert not verdict.in_step and not verdict.fatal
+    (warning,) = caught
+    message = str(warning.message)
+    plugin = f"lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')}"
+    assert f"jax 0.12.0 and jaxlib 0.12.0 are newer than the plugin {plugin}" in message
+    assert "jaxlib writes StableHLO 1.99.0, the plugin reads at most " in message
+    assert "built against XLA FFI 0.9, the plugin's XLA runs XLA FFI " in message
+    assert "install a plugin at least as new as jaxlib" in message
+    assert issubclass(cx.VersionSkewWarning, UserWarning)
+    # Once per library: a second load of the same plugin says nothing more.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _compat.check_on_load(loaded.plugin, loaded.library)
+
+
+def test_each_kind_of_skew_is_named_alone(newer_jaxlib: Callable[..., None]) -> None:
+    loaded = cx.initialize()
+    plugin_stablehlo = tuple(loaded.plugin.attributes["stablehlo_current_version"])
+    newer_jaxlib(stablehlo=plugin_stablehlo)
+    message = _compat.verdict(loaded.plugin, loaded.library).message()
+    assert "XLA FFI 0.9" in message and "StableHLO" not in message
+    newer_jaxlib(ffi=(0, 0))
+    message = _compat.verdict(loaded.plugin, loaded.library).message()
+    assert "StableHLO 1.99.0" in message and "XLA FFI" not in message
+
+
+def test_a_plugin_that_reads_nothing_jaxlib_writes_is_refused(
+    newer_jaxlib: Callable[..., None],
+) -> None:
+    loaded = cx.initialize()
+    newer_jaxlib(stablehlo=(0, 1, 0), ffi=(0, 0))
+    with pytest.raises(PluginVersionError, match=r"jaxlib writes at most 0\.1\.0") as error:
+        _compat.check_on_load(loaded.plugin, loaded.library)
+    assert "jaxlib 0.12.0" in str(error.value) and "lammps-jax-pjrt-cpu" in str(error.value)
+
+
+def test_the_plugin_listing_shows_the_skew_and_fails(
+    newer_jaxlib: Callable[..., None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    newer_jaxlib()
+    assert cli_plugins.main() == 1
+    out = capsys.readouterr().out
+    assert "  version skew (VersionSkewWarning at load): jax 0.12.0 and jaxlib 0.12.0" in out
+    assert "no usable plugin: none loads and is in step with jaxlib" in out
+
+
+def test_the_plugin_listing_shows_the_pair_in_step() -> None:
+    result = run_cyxla("plugins")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("cpu (cpu)")
+    assert (
+        lines[at + 3] == f"  package: lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')}"
+    )
+    assert lines[at + 4].startswith("  in step with jaxlib: StableHLO ")
+
+
+def test_loading_warns_in_a_fresh_process() -> None:
+    """The warning comes from cyxla.initialize, in a process where jaxlib looks newer."""
+    result = run_python(
+        """
+        import warnings
+        import cyxla as cx
+        from cyxla import _compat
+        _compat.jaxlib_ffi_version = lambda: (0, 9)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cx.initialize()
+            cx.initialize()
+        skew = [w for w in caught if issubclass(w.category, cx.VersionSkewWarning)]
+        print(len(skew), skew[0].filename)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    count, filename = result.stdout.split()
+    assert count == "1"
+    assert filename == "<string>"  # the warning points at the caller of initialize
+
+
+def test_info_reports_what_a_bug_report_needs() -> None:
+    result = run_cyxla("info")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    version = sys.version.split()[0]
+    assert lines[0] == f"cyxla: {__version__}"
+    assert lines[1].startswith(f"python: {version} ")
+    for name in ("jax", "jaxlib", "numpy"):
+        assert f"{name}: {metadata.version(name)}" in lines
+    ffi = ".".join(map(str, header_ffi_version()))
+    assert any(line.startswith("jaxlib APIs: StableHLO ") and line.endswith(ffi) for line in lines)
+    plugin = f"plugin cpu (cpu): lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')} ("
+    (line,) = [line for line in lines if line.startswith(plugin)]
+    assert ", PJRT 0." in line and line.endswith("; in step with jaxlib")
+    assert any(line.startswith("cache directory: ") for line in lines)
+    assert f"native ABI version: {cx.ABI_VERSION}" in lines
+
+
+def test_info_shows_a_plugin_that_does_not_load(tmp_path: Path) -> None:
+    library = tmp_path / "libnot_a_plugin.so"
+    library.write_bytes(b"not a library")
+    result = run_cyxla("info", env={"CYXLA_PJRT_PLUGIN": str(library), "CYXLA_CACHE_DIR": "0"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(
+        line.startswith(f"plugin CYXLA_PJRT_PLUGIN: {library}, not loadable: ") for line in lines
+    )
+    assert "cache directory: off" in lines
+    assert "CYXLA_CACHE_DIR: 0" in lines

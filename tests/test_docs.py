@@ -1,0 +1,148 @@
+"""The documentation site (mkdocs.yml, docs/): its Python examples run as written, its
+native examples build and run, and its links into the repository exist."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.rglob("*.md"))
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+# A Markdown link or image target: [text](target) with no scheme.
+LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s]+)\)")
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
+BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
+NATIVE_GUIDE = DOCS / "guide" / "native.md"
+NATIVE_EXAMPLES = ("native_c.c", "native_cpp.cpp")
+# The sources under docs/examples/ that each page shows, and builds with its bash blocks.
+BUILT_EXAMPLES = {
+    NATIVE_GUIDE: NATIVE_EXAMPLES,
+    DOCS / "guide" / "custom-calls.md": ("scale_add.cc",),
+}
+
+
+def python_blocks(page: Path) -> list[str]:
+    return PYTHON_BLOCK.findall(page.read_text())
+
+
+# Runs one page's blocks in order in one namespace, in a fresh interpreter (pages load a
+# plugin and change JAX's settings); a failing block is named by its page and number.
+_RUN_PAGE = """
+import re, sys
+from pathlib import Path
+page = Path({page!r})
+blocks = re.findall({pattern!r}, page.read_text(), re.DOTALL | re.MULTILINE)
+namespace = {{"__name__": "__docs__"}}
+for number, code in enumerate(blocks, 1):
+    exec(compile(code, f"{{page}} (python block {{number}})", "exec"), namespace)
+print(f"ran {{len(blocks)}} blocks")
+"""
+
+
+@pytest.fixture(scope="session")
+def built_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with the pages' native examples, built by the pages' own commands
+    (their bash blocks that name the source), with `python` being this interpreter."""
+    directory = tmp_path_factory.mktemp("docs_examples")
+    bin_directory = directory / "bin"
+    bin_directory.mkdir()
+    # A script, not a symlink: a link to a virtual environment's interpreter, called
+    # through another path, no longer finds the environment's pyvenv.cfg.
+    launcher = bin_directory / "python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    launcher.chmod(0o755)
+    environment = {**os.environ, "PATH": f"{bin_directory}{os.pathsep}{os.environ['PATH']}"}
+    for page, sources in BUILT_EXAMPLES.items():
+        commands = BASH_BLOCK.findall(page.read_text())
+        for source in sources:
+            shutil.copy(DOCS / "examples" / source, directory / source)
+            (command,) = [c for c in commands if f" {source} " in c]
+            result = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", command],
+                capture_output=True,
+                text=True,
+                cwd=directory,
+                env=environment,
+                timeout=300,
+            )
+            assert result.returncode == 0, f"building {source}:\n{command}\n{result.stderr}"
+    return directory
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in PAGES if python_blocks(p)],
+    ids=lambda p: str(p.relative_to(DOCS)),
+)
+def test_page_python_blocks_run(page: Path, built_examples: Path) -> None:
+    """A page's Python blocks, in order, in one namespace, in a fresh interpreter that
+    runs where the pages' native examples were built (they import or load them)."""
+    path = os.pathsep.join(filter(None, [str(built_examples), os.environ.get("PYTHONPATH")]))
+    code = _RUN_PAGE.format(page=str(page), pattern=PYTHON_BLOCK.pattern)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=built_examples,
+        env={**os.environ, "PYTHONPATH": path},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"ran {len(python_blocks(page))} blocks" in result.stdout
+
+
+def test_pages_with_python_blocks_are_found() -> None:
+    # The extraction sees the guides' examples: a change of fence style would skip them.
+    assert len(python_blocks(DOCS / "guide" / "python.md")) >= 10
+    assert any("import native_c\n" in block for block in python_blocks(NATIVE_GUIDE))
+    assert any("import native_cpp\n" in block for block in python_blocks(NATIVE_GUIDE))
+
+
+def test_native_examples_are_shown_as_built() -> None:
+    """Pages show the very sources the tests build, and the Cython example is the
+    downstream package's (built by tests/test_downstream_package.py)."""
+    for page, sources in BUILT_EXAMPLES.items():
+        snippets = SNIPPET.findall(page.read_text())
+        assert [f"docs/examples/{source}" for source in sources] == snippets[: len(sources)]
+    cython = "examples/downstream/src/cyxla_downstream/cython_loop.pyx"
+    assert cython in SNIPPET.findall(NATIVE_GUIDE.read_text())
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
+def test_links_into_the_repository_exist(page: Path) -> None:
+    """Links to files of the repository outside docs/ (which MkDocs does not check) and
+    snippets (`--8<--`) name files that exist."""
+    text = page.read_text()
+    for target in LINK.findall(text):
+        path = (page.parent / target.split("#")[0]).resolve()
+        assert path.exists(), f"{page.relative_to(ROOT)} links to missing {target}"
+    for snippet in SNIPPET.findall(text):
+        assert (ROOT / snippet).is_file(), f"{page.relative_to(ROOT)} includes missing {snippet}"
+
+
+def test_every_page_is_in_the_nav() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for page in PAGES:
+        assert f" {page.relative_to(DOCS).as_posix()}\n" in nav, f"{page} is not in the nav"
+
+
+def test_site_builds_strict(tmp_path: Path) -> None:
+    """`mkdocs build --strict`: a broken reference, link or docstring fails."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "api" / "executables" / "index.html").is_file()
