@@ -1,23 +1,27 @@
 """Executables: compiling, serializing and loading, their fingerprint and lifetime, and
 running them on the host and through a device (the core against
 tests/native/scripted_plugin.c, whose programs copy input 0 into every output), and the
-Python `Executable` around them."""
+Python `Executable` around them: `run`, results written into the caller's arrays
+(`out=`), and the handle that native callers take from it."""
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import sys
+import threading
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
 import cyxla as cx
 from cyxla import _core
 
-from support import F32, F64, runtime, set_outputs
+from support import F32, F64, compile_fn, runtime, set_outputs, spec
 
 # ---------------------------------------------------------------- the core's executables
 
@@ -129,3 +133,165 @@ def test_executable_repr_names_its_program_and_signature() -> None:
     outputs = ", ".join(map(str, executable.outputs))
     assert repr(executable) == f"<cyxla.Executable pair({inputs}) -> ({outputs}) on cpu>"
     assert len(executable.inputs) == 2 and len(executable.outputs) == 2
+
+
+# ---------------------------------------------------------------- run(out=)
+
+
+@pytest.fixture(scope="module")
+def pair() -> cx.Executable:
+    """Two outputs of two dtypes: x + 1 (float32[2,3]) and argmax(x) (int32[])."""
+    return compile_fn(lambda x: (x + 1, jnp.argmax(x)), [spec((2, 3), np.float32)])
+
+
+def test_run_writes_into_out_and_returns_it(pair: cx.Executable) -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = [np.empty((2, 3), np.float32), np.empty((), np.int32)]
+    result = pair.run([x], out=out)
+    assert isinstance(result, tuple) and len(result) == 2
+    assert result[0] is out[0] and result[1] is out[1]
+    np.testing.assert_array_equal(out[0], x + 1)
+    assert out[1] == 5
+    # Again, in a loop: the same arrays, new values; a tuple works as well as a list.
+    for k in range(3):
+        again = pair.run([x * k], out=tuple(out))
+        assert again[0] is out[0]
+        np.testing.assert_array_equal(out[0], x * k + 1)
+
+
+def test_run_makes_no_new_output_arrays_with_out(pair: cx.Executable) -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = [np.empty((2, 3), np.float32), np.empty((), np.int32)]
+    pair.run([x], out=out)
+    before = sys.getallocatedblocks()
+    for _ in range(200):
+        pair.run([x], out=out)
+    # The instrument sees arrays kept alive (a control); run with out= keeps none.
+    assert sys.getallocatedblocks() - before < 50
+    kept = [pair.run([x]) for _ in range(200)]
+    assert sys.getallocatedblocks() - before >= 200
+    del kept
+
+
+def test_run_may_write_an_output_over_an_input() -> None:
+    executable = compile_fn(lambda x: x * 2 + 1, [spec((4,), np.float32)])
+    x = np.arange(4, dtype=np.float32)
+    (result,) = executable.run([x], out=[x])
+    assert result is x
+    np.testing.assert_array_equal(x, [1, 3, 5, 7])
+
+
+def test_run_writes_bfloat16_outputs_into_out() -> None:
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    executable = compile_fn(lambda x: x * 2, [spec((3,), bf16)])
+    out = np.zeros(3, bf16)
+    (result,) = executable.run([np.array([1, 2, 3], bf16)], out=[out])
+    assert result is out and result.dtype == bf16
+    np.testing.assert_array_equal(out.astype(np.float32), [2, 4, 6])
+
+
+_F32 = np.empty((2, 3), np.float32)
+_I32 = np.empty((), np.int32)
+
+
+@pytest.mark.parametrize(
+    ("out", "error", "message"),
+    [
+        (_F32, TypeError, r"out must be a sequence \(list or tuple\) of arrays.*given ndarray"),
+        ("ab", TypeError, r"out must be a sequence .* given str"),
+        (5, TypeError, r"out must be a sequence .* given int"),
+        ([_F32], cx.InvalidArgumentError, r"out must hold 2 arrays, one per output.*given 1"),
+        ([_F32, _I32, _I32], cx.InvalidArgumentError, r"out must hold 2 arrays.*given 3"),
+        ([[[0.0] * 3] * 2, _I32], TypeError, r"out\[0\] must be a numpy.ndarray.*given list"),
+        (
+            [np.empty((3, 2), np.float32), _I32],
+            cx.InvalidArgumentError,
+            r"out\[0\]: expected shape float32\[2,3\], given float32\[3,2\]",
+        ),
+        (
+            [_F32, np.empty((1,), np.int32)],
+            cx.InvalidArgumentError,
+            r"out\[1\]: expected shape int32\[\], given int32\[1\]",
+        ),
+        (
+            [np.empty((2, 3), np.float64), _I32],
+            cx.DtypeError,
+            r"out\[0\]: expected float32\[2,3\], given float64\[2,3\] \(out is not cast\)",
+        ),
+        (
+            [np.empty((2, 3), np.float32, order="F"), _I32],
+            cx.InvalidArgumentError,
+            r"out\[0\]: expected a C-contiguous array",
+        ),
+        (
+            [np.empty((2, 6), np.float32)[:, ::2], _I32],
+            cx.InvalidArgumentError,
+            r"out\[0\]: expected a C-contiguous array",
+        ),
+    ],
+    ids=[
+        "ndarray",
+        "str",
+        "int",
+        "too-few",
+        "too-many",
+        "list-not-array",
+        "shape",
+        "scalar-shape",
+        "dtype",
+        "fortran",
+        "strided",
+    ],
+)
+def test_run_refuses_an_out_that_does_not_fit(
+    pair: cx.Executable, out: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=rf"^run: {message}"):
+        pair.run([np.zeros((2, 3), np.float32)], out=out)
+
+
+def test_run_refuses_a_read_only_out(pair: cx.Executable) -> None:
+    frozen = np.empty((2, 3), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected a writeable array"):
+        pair.run([np.zeros((2, 3), np.float32)], out=[frozen, _I32])
+
+
+# ---------------------------------------------------------------- the handle
+
+
+def _handles_read_at_once(executable: cx.Executable, threads: int) -> list[int]:
+    """`executable.handle` as each of `threads` threads, released together, first read it."""
+    barrier = threading.Barrier(threads)
+    seen: list[int] = []
+
+    def read() -> None:
+        barrier.wait()
+        seen.append(executable.handle)
+
+    started = [threading.Thread(target=read) for _ in range(threads)]
+    for thread in started:
+        thread.start()
+    for thread in started:
+        thread.join()
+    return seen
+
+
+def test_threads_reading_a_new_handle_at_once_all_get_the_one_live_handle(
+    pair: cx.Executable,
+) -> None:
+    from cyxla import _benchmark
+
+    x = np.zeros((2, 3), np.float32)
+    out = [np.empty((2, 3), np.float32), np.empty((), np.int32)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: widen any race
+    try:
+        for _ in range(100):
+            fresh = cx.Executable(pair._native, pair.program)  # alive while its handle is used
+            seen = _handles_read_at_once(fresh, 8)
+            assert len(seen) == 8 and len(set(seen)) == 1, seen
+            # The handle every thread got is the live one: native code can run with it.
+            _benchmark.execute_loop(seen[0], [x], out, 1)
+    finally:
+        sys.setswitchinterval(interval)
