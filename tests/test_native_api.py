@@ -243,6 +243,63 @@ def test_execute_matches_jax(executable: cyxla.Executable) -> None:
     np.testing.assert_array_equal(y, jax.jit(sin2)(x))
 
 
+def _execute_raw(
+    spec: ProgramSpec,
+    inputs: ctypes.Array | None,
+    num_inputs: int,
+    outputs: ctypes.Array | None,
+    num_outputs: int,
+) -> Error:
+    """execute with the caller's own arrays, NULL included; the error struct starts dirty so
+    that a success must overwrite it."""
+    error = Error(status=99, message=b"left over")
+    status = table().execute(
+        ctypes.byref(spec), inputs, num_inputs, outputs, num_outputs, ctypes.byref(error)
+    )
+    assert status == error.status
+    return error
+
+
+def test_a_program_without_inputs_takes_null_inputs() -> None:
+    executable = cyxla.compile_program(cyxla.lower(lambda: jnp.arange(3.0) * 2, []))[0]
+    _, spec, _ = get_spec(executable.handle)
+    y = np.zeros(3, np.float32)
+    error = _execute_raw(spec, None, 0, (ctypes.c_void_p * 1)(y.ctypes.data), 1)
+    table().release_spec(ctypes.byref(spec))
+    # On success the error struct is written: status OK, an empty message.
+    assert (error.status, error.message) == (OK, b"")
+    np.testing.assert_array_equal(y, np.arange(3.0, dtype=np.float32) * 2)
+
+
+def test_a_program_without_outputs_takes_null_outputs() -> None:
+    program = cyxla.lower(lambda x: (), [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    assert program.outputs == ()
+    executable = cyxla.compile_program(program)[0]
+    _, spec, _ = get_spec(executable.handle)
+    x = np.ones(3, np.float32)
+    error = _execute_raw(spec, (Input * 1)(as_input(x)), 1, None, 0)
+    table().release_spec(ctypes.byref(spec))
+    assert (error.status, error.message) == (OK, b"")
+
+
+@pytest.mark.parametrize("offset", [0, 4], ids=["aligned", "unaligned"])
+def test_an_output_may_alias_an_input(executable: cyxla.Executable, offset: int) -> None:
+    """x <- f(x) in one array: every input is read before any output is written."""
+    raw = np.zeros(64 + 64, np.uint8)
+    start = -raw.ctypes.data % 64 + offset
+    x = raw[start : start + 12].view(np.float32)
+    assert (x.ctypes.data % 64 == 0) == (offset == 0)
+    x[:] = [0.5, 1.0, -2.0]
+    expected = np.asarray(jax.jit(sin2)(x.copy()))
+    _, spec, _ = get_spec(executable.handle)
+    for _ in range(3):
+        error = execute(spec, [as_input(x)], [x.ctypes.data])
+        assert error.status == OK, error.message
+        np.testing.assert_array_equal(x, expected)
+        expected = np.asarray(jax.jit(sin2)(expected))
+    table().release_spec(ctypes.byref(spec))
+
+
 @pytest.mark.parametrize(
     ("case", "status", "message"),
     [
