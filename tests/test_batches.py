@@ -4,6 +4,10 @@ against jax.jit of the unbatched function applied point by point."""
 from __future__ import annotations
 
 import ctypes
+import importlib
+import subprocess
+import sys
+import sysconfig
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -431,3 +435,35 @@ def test_a_c_caller_evaluates_every_count_of_points(
         ctypes.c_size_t(512),
     )
     assert line == 0, why.value
+
+
+def test_a_cython_caller_through_the_pxd(batched: cx.BatchedExecutable, tmp_path: Path) -> None:
+    """The Cython declarations agree with the header: a module that uses them is cythonized
+    and compiled against cyxla.h, and evaluates batches."""
+    source = tmp_path / "batch_cython.pyx"
+    source.write_text((Path(__file__).parent / "native" / "batch_cython.pyx").read_text())
+    headers, pxd = cx.get_include()
+    subprocess.run(
+        [sys.executable, "-m", "cython", "-I", pxd, str(source), "-o", str(tmp_path / "m.c")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    module = tmp_path / f"batch_cython{sysconfig.get_config_var('EXT_SUFFIX')}"
+    command = ["cc", "-shared", "-fPIC", "-O0", "-I", sysconfig.get_paths()["include"]]
+    command += ["-I", headers, str(tmp_path / "m.c"), "-o", str(module)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    sys.path.insert(0, str(tmp_path))
+    try:
+        batch_cython = importlib.import_module("batch_cython")
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert batch_cython.batch_sizes(batched.handle) == list(SIZES)
+    x = points(21, (3,))
+    y = np.full((21, 3), 7.0, np.float32)
+    x_bytes, y_bytes = x.view(np.uint8).ravel(), y.view(np.uint8).ravel()
+    batch_cython.evaluate(batched.handle, x_bytes, y_bytes)
+    np.testing.assert_array_equal(y, pointwise(sin2, x)[0])
+    with pytest.raises(ValueError, match="input 0 has 8 bytes, 0 points of 12 bytes are 0"):
+        batch_cython.evaluate(batched.handle, x_bytes[:8], y_bytes)
