@@ -88,6 +88,22 @@ def test_lower_batched_describes_one_point_and_sorts_the_sizes() -> None:
         assert [s.shape for s in lowered.outputs] == [(size, 2), (size,)]
 
 
+def test_lower_batched_takes_pytrees_of_points() -> None:
+    def f(p: dict[str, Any]) -> jax.Array:
+        return p["a"] * p["b"][0] + p["b"][1]
+
+    point = jax.ShapeDtypeStruct((2,), jnp.float32)
+    scalar = jax.ShapeDtypeStruct((), jnp.float32)
+    executable = cx.compile_batched(
+        cx.lower_batched(f, [{"a": point, "b": (point, scalar)}], (4,))
+    )[0]
+    a, b, c = points(6, (2,), seed=1), points(6, (2,), seed=2), points(6, (), seed=3)
+    (y,) = executable.run([a, b, c])  # the leaves, in jax.tree order
+    np.testing.assert_array_equal(
+        y, pointwise(lambda a, b, c: f({"a": a, "b": (b, c)}), a, b, c)[0]
+    )
+
+
 @pytest.mark.parametrize(
     ("sizes", "error", "message"),
     [
