@@ -129,6 +129,30 @@ def test_compile_batched_refuses_a_plain_program() -> None:
         cx.compile_batched(program)  # type: ignore[arg-type]
 
 
+def test_a_batched_program_must_pair_sizes_and_programs() -> None:
+    program = cx.lower_batched(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)], (2, 8))
+    both = program.programs
+    for sizes, programs in [((2,), both), ((8, 2), both), ((2, 2), both), ((), ())]:
+        with pytest.raises(cx.InvalidArgumentError, match="distinct and ascending"):
+            cx.BatchedProgram(batch_sizes=sizes, programs=programs)
+
+
+def test_compile_batched_refuses_programs_that_are_not_one_function_batched() -> None:
+    sin_at_2 = cx.lower_batched(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)], (2,))
+    cos_at_8 = cx.lower_batched(jnp.cos, [jax.ShapeDtypeStruct((4,), jnp.float32)], (8,))
+    mixed_up = cx.BatchedProgram((2, 8), (*sin_at_2.programs, *cos_at_8.programs))
+    with pytest.raises(
+        cx.InvalidArgumentError, match=r"batch size 8 evaluates points \(f32\[4\]\)"
+    ):
+        cx.compile_batched(mixed_up)
+    unbatched = cx.lower(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    with pytest.raises(cx.InvalidArgumentError, match="no leading batch dimension of 2"):
+        cx.compile_batched(cx.BatchedProgram((2,), (unbatched,)))
+    constant = cx.lower(lambda: jnp.ones((2, 3)), [])
+    with pytest.raises(cx.InvalidArgumentError, match="takes at least one input"):
+        cx.compile_batched(cx.BatchedProgram((2,), (constant,)))
+
+
 def test_compile_batched_uses_the_disk_cache() -> None:
     program = cx.lower_batched(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)], (2, 8))
     first = cx.compile_batched(program)[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cyxla._errors import InvalidArgumentError
 from cyxla._program import Program, TensorSpec
 
 __all__ = ["BatchedProgram"]
@@ -22,6 +23,14 @@ class BatchedProgram:
     #: The batch sizes, ascending.
     batch_sizes: tuple[int, ...]
     programs: tuple[Program, ...]
+
+    def __post_init__(self) -> None:
+        sizes = list(self.batch_sizes)
+        if not sizes or len(sizes) != len(self.programs) or sizes != sorted(set(sizes)):
+            raise InvalidArgumentError(
+                "BatchedProgram: batch_sizes must be distinct and ascending, one per program, "
+                f"given {sizes} for {len(self.programs)} programs"
+            )
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:

@@ -107,6 +107,11 @@ BatchedExecutable::BatchedExecutable(std::vector<std::shared_ptr<const Executabl
     sizes_.push_back(sizes[k]);
     executables_.push_back(std::move(executables[k]));
   }
+  if (executables_[0]->inputs().empty()) {
+    throw Error(ErrorKind::InvalidArgument,
+                "a batched executable takes at least one input: its points come in along "
+                "the inputs' leading dimension");
+  }
   inputs_ = points_of(executables_[0]->inputs(), sizes_[0], "input");
   outputs_ = points_of(executables_[0]->outputs(), sizes_[0], "output");
   for (size_t k = 1; k < sizes_.size(); ++k) {
