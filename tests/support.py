@@ -182,7 +182,13 @@ class ProgramSpec(ctypes.Structure):
         ("output_ranks", ctypes.POINTER(ctypes.c_size_t)),
         ("output_dims", ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))),
         ("output_bytes", ctypes.POINTER(ctypes.c_size_t)),
+        ("num_batch_sizes", ctypes.c_size_t),
+        ("batch_sizes", ctypes.POINTER(ctypes.c_size_t)),
     ]
+
+
+#: sizeof(cyxla_ProgramSpec) in ABI version 1, before the batch sizes.
+SPEC_SIZE_V1 = ProgramSpec.num_batch_sizes.offset
 
 
 GetSpec = ctypes.CFUNCTYPE(
@@ -192,6 +198,16 @@ ReleaseSpec = ctypes.CFUNCTYPE(None, ctypes.POINTER(ProgramSpec))
 Execute = ctypes.CFUNCTYPE(
     ctypes.c_int,
     ctypes.POINTER(ProgramSpec),
+    ctypes.POINTER(Input),
+    ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_size_t,
+    ctypes.POINTER(Error),
+)
+ExecuteBatch = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(ProgramSpec),
+    ctypes.c_size_t,
     ctypes.POINTER(Input),
     ctypes.c_size_t,
     ctypes.POINTER(ctypes.c_void_p),
@@ -212,6 +228,7 @@ class Api(ctypes.Structure):
         ("execute", Execute),
         ("aligned_memory", AlignedMemory),
         ("free_aligned", FreeAligned),
+        ("execute_batch", ExecuteBatch),
     ]
 
 

@@ -21,7 +21,7 @@ LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s]+)\)")
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NATIVE_GUIDE = DOCS / "guide" / "native.md"
-NATIVE_EXAMPLES = ("native_c.c", "native_cpp.cpp", "quad_callback.c")
+NATIVE_EXAMPLES = ("native_c.c", "native_cpp.cpp", "native_batch.cpp", "quad_callback.c")
 # The sources under docs/examples/ that each page shows, and builds with its bash blocks.
 BUILT_EXAMPLES = {
     NATIVE_GUIDE: NATIVE_EXAMPLES,
@@ -104,6 +104,7 @@ def test_pages_with_python_blocks_are_found() -> None:
     assert len(python_blocks(DOCS / "guide" / "python.md")) >= 10
     assert any("import native_c\n" in block for block in python_blocks(NATIVE_GUIDE))
     assert any("import native_cpp\n" in block for block in python_blocks(NATIVE_GUIDE))
+    assert any("import native_batch\n" in block for block in python_blocks(NATIVE_GUIDE))
 
 
 def test_native_examples_are_shown_as_built() -> None:

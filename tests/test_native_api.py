@@ -715,6 +715,27 @@ ALLOCATION_CHECK = """
             # Per call: the difference between a long and a short loop, so that the
             # loop's own setup cancels out.
             results[f"{name}/{path}"] = (allocations(loop, 3000) - allocations(loop, 1000)) / 2000
+
+    # Batches at sizes 16 and 256: 16 points (exact), 5 (padded to 16), 300 (256 on the
+    # caller's memory, then 44 padded to 256), against the raw loop of each size.
+    program = cyxla.lower_batched(
+        lambda x: jnp.sin(x) * 2, [jax.ShapeDtypeStruct((3,), jnp.float32)], (16, 256))
+    batched = cyxla.compile_batched(program)[0]
+    loops = {}
+    for size, executable in zip(batched.batch_sizes, batched.executables):
+        x = [_aligned(np.ones((size, 3), np.float32))]
+        y = [_aligned(np.empty((size, 3), np.float32))]
+        pointers = executable._native._pjrt_pointers()
+        loops[f"raw_{size}"] = lambda n, p=pointers, x=x, y=y: _benchmark.raw_pjrt_loop(
+            *p, x, [int(cyxla.ElementType.F32)], y, n)
+    for points in (16, 5, 300):
+        x = [_aligned(np.ones((points, 3), np.float32))]
+        y = [_aligned(np.empty((points, 3), np.float32))]
+        loops[f"cyxla_{points}"] = lambda n, x=x, y=y, p=points: _benchmark.execute_batch_loop(
+            batched.handle, x, y, p, n)
+    for path, loop in loops.items():
+        loop(100)
+        results[f"batch/{path}"] = (allocations(loop, 3000) - allocations(loop, 1000)) / 2000
     print(json.dumps(results))
 """
 
@@ -738,3 +759,9 @@ def test_execute_allocates_nothing_beyond_the_plugin(tmp_path: Path) -> None:
         # cyxla's execute adds no allocation of its own to what the plugin makes.
         assert counts[f"{name}/cyxla"] <= raw + 0.01, counts
         assert counts[f"{name}/cyxla_unaligned"] <= raw + 0.01, counts
+    # A batch adds nothing either: per call, the plugin's allocations of the calls it makes.
+    raw_16, raw_256 = counts["batch/raw_16"], counts["batch/raw_256"]
+    assert raw_16 > 0 and raw_256 > 0, counts
+    assert counts["batch/cyxla_16"] <= raw_16 + 0.01, counts
+    assert counts["batch/cyxla_5"] <= raw_16 + 0.01, counts
+    assert counts["batch/cyxla_300"] <= 2 * raw_256 + 0.01, counts

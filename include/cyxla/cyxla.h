@@ -17,10 +17,12 @@
  * an older one down to CYXLA_ABI_OLDEST_COMPATIBLE, and cyxla_import() refuses a runtime
  * older than the header (the module would call slots that runtime lacks). Structs that
  * the caller fills for the runtime start with `struct_size`, so a newer runtime knows
- * which fields an older caller set. A struct_size smaller than this header's struct is
- * refused (CYXLA_ERROR_INVALID_ARGUMENT); a larger one (a caller built against a newer
- * header, talking to this older runtime) is accepted, and only the fields this runtime
- * knows, a prefix of the caller's struct, are read or written.
+ * which fields an older caller set. A struct_size smaller than the struct of
+ * CYXLA_ABI_OLDEST_COMPATIBLE is refused (CYXLA_ERROR_INVALID_ARGUMENT); a smaller one
+ * than this header's (an older caller) gets the fields its struct has; a larger one (a
+ * caller built against a newer header, talking to this older runtime) is accepted, and
+ * only the fields this runtime knows, a prefix of the caller's struct, are read or
+ * written.
  *
  * Threads. Any number of threads may call cyxla_execute at once, on the same or on
  * different executables. A ProgramSpec stays valid until cyxla_release_spec; calling
@@ -42,8 +44,9 @@
 extern "C" {
 #endif
 
-/* 1 (2026-12): the first version. */
-#define CYXLA_ABI_VERSION 1
+/* 1 (2026-12): the first version.
+ * 2 (2026-12): batches: cyxla_execute_batch, and the batch sizes in cyxla_ProgramSpec. */
+#define CYXLA_ABI_VERSION 2
 #define CYXLA_ABI_OLDEST_COMPATIBLE 1
 #define CYXLA_CAPSULE_NAME "cyxla._core._C_API"
 
@@ -100,6 +103,11 @@ typedef struct cyxla_ProgramSpec {
   const size_t* output_ranks;
   const int64_t* const* output_dims;
   const size_t* output_bytes; /* the bytes cyxla_execute writes to outputs[j] */
+  /* Version 2. A batched executable (cyxla.compile_batched in Python) is described above
+   * by one point's inputs and outputs; these are the batch sizes it was compiled at,
+   * ascending. 0 and NULL for an executable that is not batched. */
+  size_t num_batch_sizes;
+  const size_t* batch_sizes;
 } cyxla_ProgramSpec;
 
 /* The function table. Entries are only appended; retired slots stay, set to NULL. */
@@ -117,7 +125,8 @@ typedef struct cyxla_Api {
   void (*release_spec)(cyxla_ProgramSpec* spec);
   /* Runs the program: reads inputs[0 .. num_inputs), writes output_bytes[j] bytes to each
    * outputs[j]. Allocates nothing on the heap for up to 16 inputs and 16 outputs. Refuses
-   * a spec whose struct_size is smaller than sizeof(cyxla_ProgramSpec), as get_spec does. */
+   * a spec whose struct_size is smaller than version 1's cyxla_ProgramSpec, as get_spec
+   * does. */
   cyxla_Status (*execute)(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
                           size_t num_inputs, void* const* outputs, size_t num_outputs,
                           cyxla_Error* error);
@@ -126,6 +135,20 @@ typedef struct cyxla_Api {
    * (near SIZE_MAX): a non-NULL result always has at least `nbytes` usable bytes. */
   void* (*aligned_memory)(size_t nbytes);
   void (*free_aligned)(void* pointer);
+
+  /* Version 2. Evaluates `n` points of a batched executable (spec->num_batch_sizes != 0)
+   * in one call. inputs[i].data holds n points of input i one after another, each of
+   * input_bytes[i] bytes (the spec describes one point), so inputs[i].nbytes is
+   * n * input_bytes[i]; outputs[j] receives n * output_bytes[j] bytes, and nothing past
+   * them. Runs the smallest compiled size that holds the points, padded with copies of
+   * the last point (whose results are dropped), and splits more points than the largest
+   * size into calls of the largest size and one for the rest. n == 0 checks the
+   * arguments and runs nothing (inputs[i].data and outputs[j] may then be NULL). Allocates nothing on
+   * the heap for up to 16 inputs and 16 outputs, once a thread's scratch memory for the
+   * padding has grown to its largest size. cyxla_execute refuses a batched spec. */
+  cyxla_Status (*execute_batch)(const cyxla_ProgramSpec* spec, size_t n,
+                                const cyxla_Input* inputs, size_t num_inputs,
+                                void* const* outputs, size_t num_outputs, cyxla_Error* error);
 } cyxla_Api;
 
 #ifdef __cplusplus
@@ -223,6 +246,16 @@ static inline void* cyxla_aligned_memory(size_t nbytes) {
 static inline void cyxla_free_aligned(void* pointer) {
   const cyxla_Api* api = cyxla_api();
   if (api != NULL) api->free_aligned(pointer);
+}
+
+static inline cyxla_Status cyxla_execute_batch(const cyxla_ProgramSpec* spec, size_t n,
+                                               const cyxla_Input* inputs, size_t num_inputs,
+                                               void* const* outputs, size_t num_outputs,
+                                               cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL
+             ? api->execute_batch(spec, n, inputs, num_inputs, outputs, num_outputs, error)
+             : cyxla_not_imported(error);
 }
 
 #endif /* PY_VERSION_HEX */

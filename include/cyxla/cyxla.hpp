@@ -6,6 +6,9 @@
 //   cyxla::native::HostArray x(program.input_bytes(0));
 //   ... fill x.data() ...
 //   program.execute({x.input(program.input_type(0))}, {y.data()});   // any thread, no GIL
+//
+// A batched executable (cyxla.compile_batched) evaluates n points in one call:
+//   program.execute_batch(n, {xs.input(program.input_type(0))}, {ys.data()});
 #ifndef CYXLA_CYXLA_HPP_
 #define CYXLA_CYXLA_HPP_
 
@@ -130,6 +133,10 @@ class Program {
   }
   size_t input_bytes(size_t i) const { return spec_.input_bytes[checked(i, num_inputs())]; }
   size_t output_bytes(size_t j) const { return spec_.output_bytes[checked(j, num_outputs())]; }
+  /// The batch sizes a batched executable was compiled at, ascending; empty for others.
+  std::span<const size_t> batch_sizes() const noexcept {
+    return {spec_.batch_sizes, spec_.num_batch_sizes};
+  }
 
   /// Runs the program; throws cyxla::native::Error on failure.
   void execute(std::span<const cyxla_Input> inputs, std::span<void* const> outputs) const {
@@ -145,6 +152,27 @@ class Program {
                            cyxla_Error* error = nullptr) const noexcept {
     return cyxla_execute(&spec_, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
                          error);
+  }
+
+  /// Evaluates `n` points of a batched executable: inputs[i] holds n points of input i,
+  /// one after another, outputs[j] receives n * output_bytes(j) bytes (see
+  /// cyxla_execute_batch). Throws cyxla::native::Error on failure.
+  void execute_batch(size_t n, std::span<const cyxla_Input> inputs,
+                     std::span<void* const> outputs) const {
+    cyxla_Error error{};
+    if (try_execute_batch(n, inputs, outputs, &error) != CYXLA_OK) throw Error(error);
+  }
+  void execute_batch(size_t n, std::initializer_list<cyxla_Input> inputs,
+                     std::initializer_list<void*> outputs) const {
+    execute_batch(n, std::span(inputs.begin(), inputs.size()),
+                  std::span(outputs.begin(), outputs.size()));
+  }
+  /// Evaluates `n` points; reports failure as a status (and `error`, if given) instead.
+  cyxla_Status try_execute_batch(size_t n, std::span<const cyxla_Input> inputs,
+                                 std::span<void* const> outputs,
+                                 cyxla_Error* error = nullptr) const noexcept {
+    return cyxla_execute_batch(&spec_, n, inputs.data(), inputs.size(), outputs.data(),
+                               outputs.size(), error);
   }
 
  private:

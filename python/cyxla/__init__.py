@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from cyxla._abi import ABI_VERSION, HOST_ALIGNMENT, abi_version, check_abi, get_include
 from cyxla._backend import LoadedPlugin, initialize
+from cyxla._batched_executable import BatchedExecutable, compile_batched
+from cyxla._batched_lowering import lower_batched
+from cyxla._batched_program import BatchedProgram
 from cyxla._cache.keys import cache_key, library_identity
 from cyxla._cache.programs import load_lowered, store_lowered
 from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
@@ -39,6 +42,8 @@ __all__ = [
     "MIRROR_ENVIRONMENT_VARIABLE",
     "SUPPORTED_DTYPES",
     "AbiVersionError",
+    "BatchedExecutable",
+    "BatchedProgram",
     "CompileError",
     "CompileStatistics",
     "DtypeError",
@@ -62,12 +67,14 @@ __all__ = [
     "cache_directory",
     "cache_key",
     "check_abi",
+    "compile_batched",
     "compile_program",
     "get_include",
     "initialize",
     "library_identity",
     "load_lowered",
     "lower",
+    "lower_batched",
     "mirror_jax_registrations",
     "register_ffi_target",
     "register_jax_targets",

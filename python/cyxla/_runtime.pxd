@@ -45,6 +45,9 @@ cdef extern from "cyxla/cyxla.h" nogil:
         const size_t* output_ranks
         const int64_t* const* output_dims
         const size_t* output_bytes
+        # ABI version 2: a batched executable's sizes, ascending (0 and NULL otherwise).
+        size_t num_batch_sizes
+        const size_t* batch_sizes
 
     Status get_spec "cyxla_get_spec"(uint64_t handle, ProgramSpec* spec, Error* error)
     void release_spec "cyxla_release_spec"(ProgramSpec* spec)
@@ -53,6 +56,9 @@ cdef extern from "cyxla/cyxla.h" nogil:
         void* const* outputs, size_t num_outputs, Error* error)
     void* aligned_memory "cyxla_aligned_memory"(size_t nbytes)
     void free_aligned "cyxla_free_aligned"(void* pointer)
+    Status execute_batch "cyxla_execute_batch"(
+        const ProgramSpec* spec, size_t n, const Input* inputs, size_t num_inputs,
+        void* const* outputs, size_t num_outputs, Error* error)
 
 
 cdef extern from "cyxla/cyxla.h":

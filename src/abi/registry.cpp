@@ -46,6 +46,14 @@ Entry::Entry(std::shared_ptr<const Executable> exe)
   describe(executable->outputs(), output_types, output_ranks, output_dims);
 }
 
+Entry::Entry(std::shared_ptr<const BatchedExecutable> batched_executable)
+    : input_bytes(batched_executable->input_bytes()),
+      output_bytes(batched_executable->output_bytes()),
+      batched(std::move(batched_executable)) {
+  describe(batched->inputs(), input_types, input_ranks, input_dims);
+  describe(batched->outputs(), output_types, output_ranks, output_dims);
+}
+
 Registry& Registry::instance() {
   static Registry registry;
   return registry;
@@ -58,7 +66,15 @@ Registry::Slot* Registry::slot(size_t index) const noexcept {
 }
 
 uint64_t Registry::add(std::shared_ptr<const Executable> executable, const Entry** entry_out) {
-  auto entry = std::make_unique<Entry>(std::move(executable));
+  return add(std::make_unique<Entry>(std::move(executable)), entry_out);
+}
+
+uint64_t Registry::add(std::shared_ptr<const BatchedExecutable> batched,
+                       const Entry** entry_out) {
+  return add(std::make_unique<Entry>(std::move(batched)), entry_out);
+}
+
+uint64_t Registry::add(std::unique_ptr<Entry> entry, const Entry** entry_out) {
   if (entry_out != nullptr) *entry_out = entry.get();
   std::lock_guard lock(mutex_);
   if (free_.empty()) {

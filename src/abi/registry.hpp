@@ -11,19 +11,23 @@
 #include <vector>
 
 #include "cyxla/element_type.h"
+#include "runtime/batched_executable.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla::abi {
 
 /// An executable as native callers see it: the ProgramSpec arrays, built once.
+/// An entry holds either an executable or a batched one (described by one point).
 struct Entry {
   explicit Entry(std::shared_ptr<const Executable> executable);
+  explicit Entry(std::shared_ptr<const BatchedExecutable> batched);
 
-  std::shared_ptr<const Executable> executable;
+  std::shared_ptr<const Executable> executable;  // null for a batched one
   std::vector<PJRT_Buffer_Type> input_types, output_types;
   std::vector<size_t> input_ranks, output_ranks;
   std::vector<const int64_t*> input_dims, output_dims;
   std::vector<size_t> input_bytes, output_bytes;
+  std::shared_ptr<const BatchedExecutable> batched;  // null for an executable
 };
 
 class Registry {
@@ -35,6 +39,7 @@ class Registry {
   /// Registers `executable` with one reference; the handle is never 0. Stores the new
   /// entry in `*entry` when given (valid until that reference is released).
   uint64_t add(std::shared_ptr<const Executable> executable, const Entry** entry = nullptr);
+  uint64_t add(std::shared_ptr<const BatchedExecutable> batched, const Entry** entry = nullptr);
   /// Adds a reference to a live handle; the entry stays valid until the matching release.
   /// Null when the handle was released or never existed.
   const Entry* acquire(uint64_t handle) noexcept;
@@ -67,6 +72,7 @@ class Registry {
   static constexpr size_t kMaxChunks = 4096;
 
   Slot* slot(size_t index) const noexcept;
+  uint64_t add(std::unique_ptr<Entry> entry, const Entry** entry_out);
 
   std::mutex mutex_;  // guards everything but the atomics read on the hot path
   std::array<std::atomic<Slot*>, kMaxChunks> chunks_{};
@@ -80,6 +86,8 @@ class Handle {
  public:
   explicit Handle(std::shared_ptr<const Executable> executable)
       : value_(Registry::instance().add(std::move(executable))) {}
+  explicit Handle(std::shared_ptr<const BatchedExecutable> batched)
+      : value_(Registry::instance().add(std::move(batched))) {}
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
   ~Handle() { Registry::instance().release(value_); }

@@ -65,11 +65,13 @@ cyxla_Status succeed(cyxla_Error* error) noexcept {
   // GCOVR_EXCL_STOP
 }
 
-/// The bytes of cyxla_ProgramSpec that this version's callers set: a caller's struct_size
-/// must be at least this. A larger one (a newer caller) is accepted; only this prefix is
-/// read or written.
+/// The bytes of version 1's cyxla_ProgramSpec: a caller's struct_size must be at least
+/// this. A larger one (a caller of this or a newer version) is accepted; only the prefix
+/// that both know is read or written.
 constexpr size_t kSpecSize = offsetof(cyxla_ProgramSpec, output_bytes) + sizeof(void*);
-static_assert(kSpecSize == sizeof(cyxla_ProgramSpec), "kSpecSize counts to the last field");
+static_assert(offsetof(cyxla_ProgramSpec, batch_sizes) + sizeof(void*) ==
+                  sizeof(cyxla_ProgramSpec),
+              "fill() sets every field up to the last");
 
 void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) noexcept {
   // Only the fields within the caller's struct_size: an older caller has fewer.
@@ -86,6 +88,10 @@ void fill(cyxla_ProgramSpec& spec, uint64_t handle, const Entry& e) noexcept {
   full.output_ranks = e.output_ranks.data();
   full.output_dims = e.output_dims.data();
   full.output_bytes = e.output_bytes.data();
+  if (e.batched != nullptr) {
+    full.num_batch_sizes = e.batched->batch_sizes().size();
+    full.batch_sizes = e.batched->batch_sizes().data();
+  }
   std::memcpy(&spec, &full, std::min(spec.struct_size, sizeof(full)));
 }
 
@@ -114,6 +120,7 @@ cyxla_Status get_spec(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* err
                 static_cast<unsigned long long>(handle));
   }
   std::shared_ptr<const Executable> executable = entry->executable;
+  std::shared_ptr<const BatchedExecutable> batched = entry->batched;
   registry.release(handle);
   // Each spec gets a handle of its own (its hold), so that releasing a spec and a
   // by-value copy of it drops that one hold once: the second release finds the hold's
@@ -121,7 +128,8 @@ cyxla_Status get_spec(uint64_t handle, cyxla_ProgramSpec* spec, cyxla_Error* err
   uint64_t hold = 0;
   const Entry* held = nullptr;
   try {
-    hold = registry.add(std::move(executable), &held);
+    hold = batched != nullptr ? registry.add(std::move(batched), &held)
+                              : registry.add(std::move(executable), &held);
   } catch (...) {
     return fail_with_current_exception(error, "get_spec");
   }
@@ -155,6 +163,10 @@ cyxla_Status checked_execute(const cyxla_ProgramSpec* spec, const cyxla_Input* i
     return fail(error, CYXLA_ERROR_RELEASED,
                 "execute: the spec was released or its executable freed (handle %llu)",
                 static_cast<unsigned long long>(spec->executable));
+  }
+  if (e->batched != nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "execute: the spec is of a batched executable: call execute_batch");
   }
   const size_t n_in = e->input_types.size();
   const size_t n_out = e->output_types.size();
@@ -204,6 +216,94 @@ cyxla_Status execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
   }
 }
 
+/// execute_batch's checks and call; may throw, as checked_execute may.
+cyxla_Status checked_execute_batch(const cyxla_ProgramSpec* spec, size_t n,
+                                   const cyxla_Input* inputs, size_t num_inputs,
+                                   void* const* outputs, size_t num_outputs,
+                                   cyxla_Error* error) {
+  if (spec == nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute_batch: spec is NULL");
+  }
+  if (spec->struct_size < kSpecSize) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "execute_batch: spec->struct_size is %zu, set it to sizeof(cyxla_ProgramSpec) "
+                "(at least %zu)",
+                spec->struct_size, kSpecSize);
+  }
+  Registry::Use use = Registry::instance().use(spec->executable);
+  const Entry* e = use.entry();
+  if (e == nullptr) {
+    return fail(error, CYXLA_ERROR_RELEASED,
+                "execute_batch: the spec was released or its executable freed (handle %llu)",
+                static_cast<unsigned long long>(spec->executable));
+  }
+  if (e->batched == nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "execute_batch: the spec is of an executable that is not batched: compile "
+                "the program with cyxla.compile_batched, or call execute");
+  }
+  const size_t n_in = e->input_types.size();
+  const size_t n_out = e->output_types.size();
+  if (num_inputs != n_in || num_outputs != n_out) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "execute_batch: the program takes %zu inputs and %zu outputs, given %zu and %zu",
+                n_in, n_out, num_inputs, num_outputs);
+  }
+  if ((n_in != 0 && inputs == nullptr) || (n_out != 0 && outputs == nullptr)) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute_batch: inputs or outputs is NULL");
+  }
+  SmallArray<const void*> data(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const cyxla_Input& input = inputs[i];
+    if (input.type != e->input_types[i]) {
+      return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
+                  "execute_batch: input %zu has element type %s, the program takes %s", i,
+                  element_type_name(input.type).data(),
+                  element_type_name(e->input_types[i]).data());
+    }
+    size_t expected = 0;
+    if (__builtin_mul_overflow(n, e->input_bytes[i], &expected)) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                  "execute_batch: %zu points of input %zu (%zu bytes each) overflow size_t", n,
+                  i, e->input_bytes[i]);
+    }
+    if (input.nbytes != expected) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                  "execute_batch: input %zu has %zu bytes, %zu points of %zu bytes are %zu", i,
+                  input.nbytes, n, e->input_bytes[i], expected);
+    }
+    if (input.data == nullptr && input.nbytes != 0) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute_batch: input %zu has NULL data",
+                  i);
+    }
+    data[i] = input.data;
+  }
+  for (size_t j = 0; j < n_out; ++j) {
+    // The inputs' sizes bound n, but an output's point may be larger than an input's.
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(n, e->output_bytes[j], &bytes)) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                  "execute_batch: %zu points of output %zu (%zu bytes each) overflow size_t", n,
+                  j, e->output_bytes[j]);
+    }
+    if (outputs[j] == nullptr && bytes != 0) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute_batch: output %zu is NULL", j);
+    }
+  }
+  e->batched->execute(n, {data.data(), n_in}, {outputs, n_out});
+  return succeed(error);
+}
+
+cyxla_Status execute_batch(const cyxla_ProgramSpec* spec, size_t n, const cyxla_Input* inputs,
+                           size_t num_inputs, void* const* outputs, size_t num_outputs,
+                           cyxla_Error* error) noexcept {
+  try {
+    return checked_execute_batch(spec, n, inputs, num_inputs, outputs, num_outputs, error);
+  } catch (...) {
+    return fail_with_current_exception(error, "execute_batch");
+  }
+}
+
 static_assert(CYXLA_HOST_ALIGNMENT == kHostAlignment, "cyxla.h promises the core's alignment");
 
 void* aligned_memory(size_t nbytes) noexcept { return allocate_aligned(nbytes); }
@@ -213,11 +313,13 @@ void free_aligned(void* pointer) noexcept { std::free(pointer); }
 // Nothing may unwind into a C caller: each entry of the table is noexcept.
 static_assert(noexcept(get_spec(0, nullptr, nullptr)) && noexcept(release_spec(nullptr)) &&
               noexcept(execute(nullptr, nullptr, 0, nullptr, 0, nullptr)) &&
-              noexcept(aligned_memory(0)) && noexcept(free_aligned(nullptr)));
+              noexcept(aligned_memory(0)) && noexcept(free_aligned(nullptr)) &&
+              noexcept(execute_batch(nullptr, 0, nullptr, 0, nullptr, 0, nullptr)));
 
 constexpr cyxla_Api kTable = {
     sizeof(cyxla_Api), CYXLA_ABI_VERSION, CYXLA_ABI_OLDEST_COMPATIBLE, &get_spec, &release_spec,
     &execute,          &aligned_memory,   &free_aligned,
+    &execute_batch,
 };
 
 }  // namespace

@@ -124,6 +124,36 @@ double execute_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
   return seconds_since(start);
 }
 
+/// Seconds for `calls` evaluations of `points` points each of a batched executable through
+/// cyxla's C API (cyxla_execute_batch), in this thread, without the GIL. `in` and `out`
+/// hold the points, one after another.
+double execute_batch_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
+                          const std::vector<HostArray>& out, size_t points, size_t calls) {
+  cyxla::native::Program program(handle);
+  require(!program.batch_sizes().empty(), "handle", "the executable is not batched");
+  require(in.size() == program.num_inputs() && out.size() == program.num_outputs(), "inputs",
+          "one array per input and per output of the program");
+  for (size_t i = 0; i < in.size(); ++i) {
+    require(in[i].nbytes() == points * program.input_bytes(i), "inputs[" + std::to_string(i) + "]",
+            "must hold " + std::to_string(points) + " points");
+  }
+  for (size_t j = 0; j < out.size(); ++j) {
+    require(out[j].nbytes() >= points * program.output_bytes(j),
+            "outputs[" + std::to_string(j) + "]",
+            "must have room for " + std::to_string(points) + " points");
+  }
+  std::vector<cyxla_Input> inputs;
+  for (size_t i = 0; i < in.size(); ++i) {
+    inputs.push_back({in[i].data(), program.input_type(i), in[i].nbytes()});
+  }
+  std::vector<void*> outputs = outputs_of(out);
+  nb::gil_scoped_release release;
+  program.execute_batch(points, inputs, outputs);  // warm
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls; ++n) program.execute_batch(points, inputs, outputs);
+  return seconds_since(start);
+}
+
 /// Wall seconds for `threads` threads making `calls` executions each on one executable.
 /// Each thread writes its own outputs (copies of `out`'s shapes).
 double execute_threads(uint64_t handle, const std::vector<ReadOnlyArray>& in,
@@ -328,6 +358,8 @@ NB_MODULE(_benchmark, m) {
   m.doc() = "Native loops that measure and test cyxla's C API (built from its public headers).";
   cyxla::native::import();
   m.def("execute_loop", &execute_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a);
+  m.def("execute_batch_loop", &execute_batch_loop, "handle"_a, "inputs"_a, "outputs"_a,
+        "points"_a, "calls"_a);
   m.def("execute_threads", &execute_threads, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a,
         "threads"_a);
   // A test hook (tests/test_native_api.py), not part of the benchmark: hence the underscore,

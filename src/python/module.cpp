@@ -13,7 +13,9 @@
 #include "abi/table.hpp"
 #include "pjrt/ffi.hpp"
 #include "pjrt/plugin.hpp"
+#include "python/batch_buffers.hpp"
 #include "python/host_buffers.hpp"
+#include "runtime/batched_executable.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
 
@@ -220,8 +222,30 @@ NB_MODULE(_core, m) {
         return nb::bytes(s.data(), s.size());
       });
 
+  nb::class_<BatchedExecutable>(m, "BatchedExecutable",  // GCOVR_EXCL_LINE
+                                "A program compiled at a few batch sizes, run on any number "
+                                "of points.")
+      .def_static(
+          "create",
+          [](const std::vector<std::shared_ptr<Executable>>& executables,  // GCOVR_EXCL_LINE
+             const std::vector<size_t>& sizes) {
+            std::vector<std::shared_ptr<const Executable>> held(executables.begin(),
+                                                                executables.end());
+            return std::make_shared<BatchedExecutable>(std::move(held), sizes);
+          },
+          "executables"_a, "sizes"_a,
+          "`executables[k]` evaluates `sizes[k]` points at once (a leading batch dimension "
+          "on every input and output).")
+      .def_prop_ro("inputs", [](const BatchedExecutable& b) { return from_specs(b.inputs()); })
+      .def_prop_ro("outputs", [](const BatchedExecutable& b) { return from_specs(b.outputs()); })
+      .def_prop_ro("batch_sizes", &BatchedExecutable::batch_sizes)
+      // Internal (BatchedExecutable.run, which checks shapes and dtypes first).
+      .def("_execute", &python::run_batch_on_buffers, "n"_a, "inputs"_a, "outputs"_a,
+           "Evaluates `n` points: reads the C-contiguous buffers `inputs`, writes `outputs`.");
+
   nb::class_<abi::Handle>(m, "NativeHandle",  // GCOVR_EXCL_LINE
                           "One reference to an executable for native callers (cyxla.h).")
       .def(nb::init<std::shared_ptr<Executable>>(), "executable"_a)
+      .def(nb::init<std::shared_ptr<BatchedExecutable>>(), "executable"_a)
       .def_prop_ro("value", &abi::Handle::value);
 }
