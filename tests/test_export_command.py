@@ -16,7 +16,7 @@ import pytest
 import cyxla as cx
 from cyxla.__main__ import main as cli
 
-from conftest import run_cyxla
+from support import run_cyxla
 
 _MODULE = """
 import jax.numpy as jnp

@@ -24,7 +24,7 @@ import pytest
 import cyxla as cx
 from cyxla._jaxlib import xla_client
 
-from conftest import run_python
+from support import run_python
 
 HEADER = struct.Struct("<8sIIQQQQ")
 

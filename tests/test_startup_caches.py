@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import run_python
+from support import run_python
 
 #: Counts the probe compiles and entry-point scans of one process, changes what the
 #: test says, then loads the plugin and runs a program that calls jaxlib's LAPACK
