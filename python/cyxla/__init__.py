@@ -23,6 +23,7 @@ from cyxla._errors import (
     PluginLoadError,
     PluginNotFoundError,
     PluginVersionError,
+    ProgramFileError,
     UnsupportedProgramError,
     VersionSkewWarning,
 )
@@ -32,7 +33,7 @@ from cyxla._ffi.registry import register_ffi_target, register_jax_targets
 from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE, mirroring_enabled
 from cyxla._lowering import lower
 from cyxla._plugins import PluginEntry
-from cyxla._program import Program, TensorSpec
+from cyxla._program import Program, TensorSpec, load_program
 from cyxla._version import __version__
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "PluginNotFoundError",
     "PluginVersionError",
     "Program",
+    "ProgramFileError",
     "TensorSpec",
     "UnsupportedProgramError",
     "VersionSkewWarning",
@@ -73,6 +75,7 @@ __all__ = [
     "initialize",
     "library_identity",
     "load_lowered",
+    "load_program",
     "lower",
     "lower_batched",
     "mirror_jax_registrations",

@@ -1,5 +1,5 @@
 """`python -m cyxla`: list plugins, report the environment, run the demo or the benchmark, show
-and empty the disk cache."""
+and empty the disk cache, export a function as a program file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cyxla._cli import bench, cache, demo, info, plugins
+from cyxla._cli import bench, cache, demo, export, info, plugins
 
 _COMMANDS = {
     "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
@@ -15,9 +15,14 @@ _COMMANDS = {
     "demo": (demo.main, "lower, compile and run a small JAX function, next to jax.jit"),
     "bench": (bench.main, "time one call through native execute, run, raw PJRT and jax.jit"),
     "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
+    "export": (export.main, "lower MODULE:FUNCTION at --arg specs and save it as a program file"),
 }
 #: Commands that take arguments: these add them to their parser and get the parsed ones.
-_ARGUMENTS = {"bench": bench.add_arguments, "cache": cache.add_arguments}
+_ARGUMENTS = {
+    "bench": bench.add_arguments,
+    "cache": cache.add_arguments,
+    "export": export.add_arguments,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ __all__ = [
     "PluginLoadError",
     "PluginNotFoundError",
     "PluginVersionError",
+    "ProgramFileError",
     "UnsupportedProgramError",
     "VersionSkewWarning",
 ]
@@ -54,6 +55,32 @@ class UnsupportedProgramError(TypeError):
 
 class InvalidArgumentError(ValueError):
     """An argument had the wrong count, shape or size."""
+
+
+class ProgramFileError(ValueError):
+    """A file is not a program file this cyxla can read; the message names the file and
+    says what is wrong with it. `reason` says it in one word:
+
+    - "magic": not a cyxla program file;
+    - "version": written by a newer cyxla (or a format that does not exist);
+    - "size": truncated, or trailing bytes after what the header describes;
+    - "checksum": altered or corrupted (its CRC-32 does not match);
+    - "reserved": a reserved header field is not 0;
+    - "metadata": malformed metadata (a bad line, a missing key, an unknown element type
+      or platform, a bad dimension or output structure).
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickles (across processes, to Dask's client) with its reason.
+        return _program_file_error, (str(self), self.reason)
+
+
+def _program_file_error(message: str, reason: str) -> ProgramFileError:
+    return ProgramFileError(message, reason=reason)
 
 
 class DtypeError(TypeError):

@@ -12,9 +12,9 @@ import numpy as np
 
 from cyxla import _backend, _core
 from cyxla._cache import executables
+from cyxla._compile_options import compile_options as _compile_options
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._ffi import checks
-from cyxla._jaxlib import xla_client
 from cyxla._program import (
     Program,
     TensorSpec,
@@ -39,15 +39,6 @@ class CompileStatistics:
     #: Why the disk cache was not used, or why a cached entry was ignored and replaced
     #: (truncated, corrupted, foreign or unsafe); None when nothing went wrong.
     cache_error: str | None = None
-
-
-def _compile_options(overrides: Mapping[str, Any] | None) -> bytes:
-    """A serialized xla.CompileOptionsProto; `overrides` set XLA debug options by name."""
-    options = xla_client.CompileOptions()
-    if overrides:
-        # str() of a bool is "True"/"False", the spelling XLA's option parser accepts.
-        options.env_option_overrides = [(name, str(value)) for name, value in overrides.items()]
-    return options.SerializeAsString()
 
 
 class Executable:

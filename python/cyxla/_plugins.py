@@ -3,6 +3,7 @@ group, the choice among them, and `dlopen` of one (clients are `_backend`'s)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from cyxla import _core
+from cyxla._cache import scans
 from cyxla._errors import PluginNotFoundError
 from cyxla._platforms import PLATFORM_ORDER, normalize_platform
 
@@ -62,21 +64,45 @@ class PluginEntry:
 
 
 def discover() -> list[PluginEntry]:
-    """Every plugin entry point installed, newest name first within a platform."""
+    """Every plugin entry point installed, newest name first within a platform.
+
+    Scanned once per process, and what a scan finds is kept in the disk cache until a
+    directory of `sys.path` changes (`cyxla._cache.scans`): the scan reads the metadata
+    of every installed distribution. A plugin installed while a process runs is found
+    by the next process."""
+    return list(_scan())
+
+
+@functools.cache
+def _scan() -> tuple[PluginEntry, ...]:
+    document = scans.source(ENTRY_POINT_GROUP)
+    points = scans.load(document)
+    if points is not None:
+        try:
+            return _entries(points)
+        except ImportError:  # a plugin removed without the directories changing: scan
+            pass
+    points = [(p.name, p.value) for p in metadata.entry_points(group=ENTRY_POINT_GROUP)]
+    entries = _entries(points)
+    scans.store_points(document, points)
+    return entries
+
+
+def _entries(points: list[tuple[str, str]]) -> tuple[PluginEntry, ...]:
     entries = []
-    for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        module = point.load()
+    for name, value in points:
+        module = metadata.EntryPoint(name, value, ENTRY_POINT_GROUP).load()
         entries.append(
             PluginEntry(
-                name=point.name,
+                name=name,
                 platform=normalize_platform(module.PLATFORM),
                 create_options=dict(module.CREATE_OPTIONS),
-                extra=getattr(module, "EXTRA", point.name),
+                extra=getattr(module, "EXTRA", name),
                 module=module,
             )
         )
     entries.sort(key=lambda e: e.name, reverse=True)  # cuda13 before cuda12
-    return entries
+    return tuple(entries)
 
 
 def entry_for(platform: str) -> PluginEntry:

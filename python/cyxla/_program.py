@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import operator
+import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import jax
+import jaxlib
 import numpy as np
 
+from cyxla import _program_file
+from cyxla._compile_options import compile_options
 from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._jaxlib import _jax, ir, mlir
+from cyxla._output_tree import decode_tree, encode_tree
+from cyxla._version import __version__
 
 __all__ = [
     "Program",
@@ -20,6 +29,7 @@ __all__ = [
     "decode_specs",
     "encode_specs",
     "input_mismatch",
+    "load_program",
     "output_mismatch",
     "spec_records",
 ]
@@ -105,6 +115,25 @@ class Program:
     name: str
     output_tree: Any = field(repr=False, compare=False)
 
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the program to a program file at `path` for `load_program`, here or in
+        another process, or for cyxla's C and C++ loaders (docs/program-file.md).
+
+        The file holds the StableHLO, the specs, the platform, the custom-call targets,
+        the compile options `compile_program` uses with no overrides, the versions that
+        lowered it and the output structure. It is written whole or not at all (a
+        temporary file renamed into place). UnsupportedProgramError if the output holds
+        containers other than tuples, lists, dicts and None (a custom pytree node, which
+        would have to import code to rebuild); save `dataclasses.replace(program,
+        output_tree=None)` to keep its outputs as a flat tuple instead. ValueError if the
+        name holds a line break; OSError if the file cannot be written.
+        """
+        _write_atomically(_file_path(path, "Program.save"), _file_bytes(self))
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        # A program pickles as its file's bytes: checked again when unpickled.
+        return _from_file_bytes, (_file_bytes(self),)
+
 
 #: The one encoding of specs: (PJRT element type, dimensions) per tensor, as the C++ core
 #: takes and reports them and as cache entries store them (JSON makes the pairs lists).
@@ -184,3 +213,81 @@ def input_mismatch(program: Program) -> str | None:
                     f"takes {parameter}"
                 )
     return None
+
+
+def _file_path(path: Any, caller: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"{caller}: path must be a str or os.PathLike, given {type(path).__name__} {path!r}"
+        )
+    return Path(path)
+
+
+def _file_bytes(program: Program) -> bytes:
+    """The program file of `program` (`_program_file`'s format)."""
+    has_tree = program.output_tree is not None
+    return _program_file.pack(
+        _program_file.Contents(
+            name=program.name,
+            platform=program.platform,
+            stablehlo_version=program.stablehlo_version,
+            inputs=tuple((s.element_type, s.shape) for s in program.inputs),
+            outputs=tuple((s.element_type, s.shape) for s in program.outputs),
+            custom_calls=program.custom_calls,
+            stablehlo=program.stablehlo,
+            compile_options=compile_options(),
+            versions={
+                "cyxla_version": __version__,
+                "jax_version": jax.__version__,
+                "jaxlib_version": jaxlib.__version__,
+            },
+            output_tree=(
+                encode_tree(program.output_tree, program.name, "Program.save") if has_tree else None
+            ),
+            has_output_tree=has_tree,
+        )
+    )
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """`data` as the file `path`, which other processes see whole or not at all."""
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program") -> Program:
+    contents = _program_file.unpack(data, source)
+    outputs = decode_specs(contents.outputs)
+    return Program(
+        stablehlo=contents.stablehlo,
+        stablehlo_version=contents.stablehlo_version,
+        platform=contents.platform,
+        inputs=decode_specs(contents.inputs),
+        outputs=outputs,
+        custom_calls=contents.custom_calls,
+        name=contents.name,
+        output_tree=(
+            decode_tree(contents.output_tree)
+            if contents.has_output_tree
+            else jax.tree.structure((0,) * len(outputs))
+        ),
+    )
+
+
+def load_program(path: str | os.PathLike[str]) -> Program:
+    """The program that `Program.save` wrote to `path`, ready for `compile_program`.
+
+    Everything in the file is checked before it is used: ProgramFileError (a ValueError)
+    names the file and says what is wrong (`reason`: not a program file, written by a
+    newer cyxla, truncated or trailing bytes, altered or corrupted, malformed metadata).
+    OSError if it cannot be read. A file without an output structure gives a program
+    whose outputs are a flat tuple.
+    """
+    file = _file_path(path, "load_program")
+    return _from_file_bytes(file.read_bytes(), str(file))

@@ -1,114 +1,36 @@
-"""`store_lowered` and `load_lowered`: lowered programs kept on disk between runs.
+"""`store_lowered` and `load_lowered`: lowered programs kept in the disk cache between runs.
+
+A cache, not a file to hand around: an entry is found by a key that holds the versions
+that lowered it (`cache_key`), a miss or a damaged entry is None (lower again), and the
+cache may drop it. A program meant to be copied and loaded elsewhere is a program file
+(`Program.save`, `load_program`), which raises what is wrong instead.
 
 A program is stored as a JSON header (its name, platform, specs, custom calls and output
-structure) and its StableHLO bytes. Nothing read back is unpickled or imported, so an
-entry can describe a program but never run code; the output structure is therefore
-limited to the containers JAX builds in: tuples, lists, dicts, OrderedDicts and None.
+structure, the last as `cyxla._output_tree` writes it, as program files do) and its
+StableHLO bytes. Nothing read back is unpickled or imported, so an entry can describe a
+program but never run code.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-import jax
-
 from cyxla._cache import store
-from cyxla._errors import UnsupportedProgramError
+from cyxla._output_tree import MAX_NESTING, decode_tree, encode_tree, nesting
 from cyxla._program import Program, decode_specs, encode_specs
 
 __all__ = ["load_lowered", "store_lowered"]
 
 _KIND = "programs"
-_LEAF = "*"
-#: The deepest nesting of lists and dicts in an encoded output structure (two or three
-#: for each level of the tree): deeper ones are refused when stored, and an entry holding
-#: one is ignored before anything recurses into it.
-_MAX_NESTING = 512
 #: The largest dimension an entry may hold (the core's are signed 64-bit).
 _MAX_DIMENSION = (1 << 63) - 1
 
 
-def _encode_tree(tree: Any) -> Any:
-    node = tree.node_data()
-    if node is None:
-        return _LEAF
-    node_type, data = node
-    children = [_encode_tree(child) for child in tree.children()]
-    if node_type is type(None):
-        return None
-    if node_type in (tuple, list):
-        return {node_type.__name__: children}
-    if node_type in (dict, OrderedDict):
-        keys = list(data)
-        if not all(type(k) in (str, int) for k in keys):
-            raise UnsupportedProgramError(
-                f"the program's output has a dict key that cannot be stored: {keys}; "
-                "use str or int keys"
-            )
-        name = "dict" if node_type is dict else "ordered_dict"
-        return {name: [keys, children]}
-    raise UnsupportedProgramError(
-        f"the program's output holds a {node_type.__name__}, which store_lowered cannot "
-        "keep (it would have to import code to rebuild it); return tuples, lists, dicts "
-        "or None"
-    )
-
-
-def _example(encoded: Any) -> Any:
-    """A value with the encoded structure and 0 as every leaf; ValueError if malformed."""
-    if encoded == _LEAF:
-        return 0
-    if encoded is None:
-        return None
-    if isinstance(encoded, dict) and len(encoded) == 1:
-        ((name, value),) = encoded.items()
-        if name in ("tuple", "list") and isinstance(value, list):
-            children = [_example(child) for child in value]
-            return tuple(children) if name == "tuple" else children
-        if name in ("dict", "ordered_dict") and isinstance(value, list) and len(value) == 2:
-            keys, children = value
-            if isinstance(keys, list) and isinstance(children, list):
-                items = zip(keys, map(_example, children), strict=True)
-                return dict(items) if name == "dict" else OrderedDict(items)
-    raise ValueError(f"malformed output structure {encoded!r}")
-
-
-def _decode_tree(encoded: Any) -> Any:
-    return jax.tree.structure(_example(encoded))
-
-
-def _nesting(encoded: Any) -> int:
-    """How deeply `encoded` nests lists and dicts (counted without recursing, and only up
-    to one past `_MAX_NESTING`)."""
-    nesting, level = 0, [encoded]
-    while nesting <= _MAX_NESTING:
-        level = [
-            child
-            for node in level
-            if isinstance(node, (list, dict))
-            for child in (node.values() if isinstance(node, dict) else node)
-        ]
-        if not level:
-            break
-        nesting += 1
-    return nesting
-
-
 def _describe(program: Program) -> dict[str, Any]:
     """The header of `program`'s entry; UnsupportedProgramError if its output cannot be kept."""
-    tree = _encode_tree(program.output_tree)
-    if _nesting(tree) > _MAX_NESTING:
-        raise UnsupportedProgramError(
-            f"the output structure of {program.name} nests too deeply for store_lowered "
-            f"(more than {_MAX_NESTING} lists and dicts)"
-        )
-    if _decode_tree(tree) != program.output_tree:  # only what round-trips is stored
-        raise UnsupportedProgramError(
-            f"the output structure {program.output_tree} of {program.name} cannot be stored"
-        )
+    tree = encode_tree(program.output_tree, program.name, "store_lowered")
     return {
         "name": program.name,
         "platform": program.platform,
@@ -144,8 +66,8 @@ def _check_description(description: Any) -> Mapping[str, Any]:
     calls = description["custom_calls"]
     if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls)):
         raise ValueError("custom_calls is not a list of str")
-    if _nesting(description["output_tree"]) > _MAX_NESTING:
-        raise ValueError(f"malformed output structure: nested deeper than {_MAX_NESTING}")
+    if nesting(description["output_tree"]) > MAX_NESTING:
+        raise ValueError(f"malformed output structure: nested deeper than {MAX_NESTING}")
     return description
 
 
@@ -158,7 +80,7 @@ def _program(description: Mapping[str, Any], stablehlo: bytes) -> Program:
         outputs=decode_specs(description["outputs"]),
         custom_calls=tuple(str(c) for c in description["custom_calls"]),
         name=str(description["name"]),
-        output_tree=_decode_tree(description["output_tree"]),
+        output_tree=decode_tree(description["output_tree"]),
     )
 
 

@@ -63,7 +63,7 @@ DEFAULT_MAX_BYTES = 1 << 30
 #: source document, and specs are written with element types as numbers.
 FORMAT_VERSION = 2
 #: The kinds of entry, each in a subdirectory of the cache directory.
-KINDS = ("executables", "programs")
+KINDS = ("executables", "programs", "probes", "scans")
 
 _MAGIC = b"CYXLA\x00CE"
 _PREFIX = struct.Struct("<8sII32s")  # magic, format version, header length, SHA-256

@@ -1,6 +1,8 @@
 """Registering custom-call targets with a loaded plugin, and verifying them: XLA drops
 the error of a registration it rejects, so a probe program that calls each new target
-is compiled, and a rejected target is recorded with the XLA FFI versions of both sides."""
+is compiled, and a rejected target is recorded with the XLA FFI versions of both sides.
+The probe's verdict is kept in the disk cache (`cyxla._cache.probes`): a later load of
+the same plugin with the same handlers reads it instead of compiling again."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cyxla import _core, _stablehlo
+from cyxla._cache import probes
 from cyxla._errors import CompileError
 from cyxla._ffi.targets import Target
 from cyxla._jaxlib import xla_client
@@ -61,32 +64,47 @@ def register(
             results[entry.name] = Registration(
                 entry.name, entry.origin, None, None, _rejected(entry, str(error))
             )
+    if not versions:
+        return results
     by_name = {e.name: e for e in entries}
+    document = probes.source(plugin, [(n, by_name[n].origin, versions[n]) for n in versions])
+    known = None if document is None else probes.load(document)
+    if known is not None:
+        reasons = known
+    else:
+        reasons, complete = _verify(plugin, runtime, versions)
+        if complete and document is not None:
+            probes.store_verdict(document, reasons)
+    for name in versions:
+        reason = reasons.get(name)
+        rejected = None if reason is None else _rejected(by_name[name], reason)
+        results[name] = Registration(name, by_name[name].origin, *versions[name], rejected)
+    return results
+
+
+def _verify(
+    plugin: _core.Plugin, runtime: _core.Runtime, versions: Mapping[str, tuple[Any, Any]]
+) -> tuple[dict[str, str], bool]:
+    """Why the plugin does not run each target of `versions` that it does not, found by
+    probe compiles (one, and one more per rejection), and whether that is XLA's verdict
+    (False when a probe itself failed, which rejects the targets not yet verified)."""
+    reasons: dict[str, str] = {}
     pending = list(versions)
     while pending:
         try:
             missing = _probe(plugin, runtime, pending)
         except Exception as error:  # the probe itself failed: nothing is verified
-            for name in pending:
-                reason = f"the probe compile failed: {error}"
-                results[name] = Registration(
-                    name, by_name[name].origin, *versions[name], _rejected(by_name[name], reason)
-                )
-            return results
+            reasons.update((name, f"the probe compile failed: {error}") for name in pending)
+            return reasons, False
         if missing is None:
             break
         # XLA rejects every handler newer than itself: drop them all with the first.
         plugin_version = versions[missing][1]
         newer = [n for n in pending if _newer(versions[n][0], plugin_version)]
         for name in newer if missing in newer else [missing]:
-            reason = f"XLA rejected it{_version_reason(*versions[name])}"
-            results[name] = Registration(
-                name, by_name[name].origin, *versions[name], _rejected(by_name[name], reason)
-            )
+            reasons[name] = f"XLA rejected it{_version_reason(*versions[name])}"
             pending.remove(name)
-    for name in pending:
-        results[name] = Registration(name, by_name[name].origin, *versions[name], None)
-    return results
+    return reasons, True
 
 
 def _probe(plugin: _core.Plugin, runtime: _core.Runtime, names: list[str]) -> str | None:

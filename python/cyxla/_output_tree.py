@@ -1,0 +1,105 @@
+"""The output structure of a program as JSON: what the program file and the program cache
+keep of `Program.output_tree`.
+
+Nothing read back is unpickled or imported, so a stored structure can describe a result
+but never run code; it is therefore limited to the containers JAX builds in: tuples,
+lists, dicts, OrderedDicts and None.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import jax
+
+from cyxla._errors import UnsupportedProgramError
+
+__all__ = ["MAX_NESTING", "decode_tree", "encode_tree", "nesting"]
+
+_LEAF = "*"
+#: The deepest nesting of lists and dicts in an encoded output structure (two or three
+#: for each level of the tree): deeper ones are refused when written, and a stored one
+#: is refused before anything recurses into it.
+MAX_NESTING = 512
+
+
+def _encode(tree: Any, writer: str) -> Any:
+    node = tree.node_data()
+    if node is None:
+        return _LEAF
+    node_type, data = node
+    children = [_encode(child, writer) for child in tree.children()]
+    if node_type is type(None):
+        return None
+    if node_type in (tuple, list):
+        return {node_type.__name__: children}
+    if node_type in (dict, OrderedDict):
+        keys = list(data)
+        if not all(type(k) in (str, int) for k in keys):
+            raise UnsupportedProgramError(
+                f"the program's output has a dict key that cannot be stored: {keys}; "
+                "use str or int keys"
+            )
+        name = "dict" if node_type is dict else "ordered_dict"
+        return {name: [keys, children]}
+    raise UnsupportedProgramError(
+        f"the program's output holds a {node_type.__name__}, which {writer} cannot keep "
+        "(it would have to import code to rebuild it); return tuples, lists, dicts or None"
+    )
+
+
+def encode_tree(tree: Any, name: str, writer: str) -> Any:
+    """`tree` (a `jax.tree` structure) as JSON; UnsupportedProgramError naming `writer`
+    if it holds other containers, nests too deeply, or does not decode to itself."""
+    encoded = _encode(tree, writer)
+    if nesting(encoded) > MAX_NESTING:
+        raise UnsupportedProgramError(
+            f"the output structure of {name} nests too deeply for {writer} "
+            f"(more than {MAX_NESTING} lists and dicts)"
+        )
+    if decode_tree(encoded) != tree:  # only what round-trips is stored
+        raise UnsupportedProgramError(f"the output structure {tree} of {name} cannot be stored")
+    return encoded
+
+
+def _example(encoded: Any) -> Any:
+    """A value with the encoded structure and 0 as every leaf; ValueError if malformed."""
+    if encoded == _LEAF:
+        return 0
+    if encoded is None:
+        return None
+    if isinstance(encoded, dict) and len(encoded) == 1:
+        ((name, value),) = encoded.items()
+        if name in ("tuple", "list") and isinstance(value, list):
+            children = [_example(child) for child in value]
+            return tuple(children) if name == "tuple" else children
+        if name in ("dict", "ordered_dict") and isinstance(value, list) and len(value) == 2:
+            keys, children = value
+            if isinstance(keys, list) and isinstance(children, list):
+                items = zip(keys, map(_example, children), strict=True)
+                return dict(items) if name == "dict" else OrderedDict(items)
+    raise ValueError(f"malformed output structure {encoded!r:.200}")
+
+
+def decode_tree(encoded: Any) -> Any:
+    """The `jax.tree` structure that `encode_tree` wrote; ValueError if malformed. Check
+    `nesting` first on anything read back: this recurses."""
+    return jax.tree.structure(_example(encoded))
+
+
+def nesting(encoded: Any) -> int:
+    """How deeply `encoded` nests lists and dicts (counted without recursing, and only up
+    to one past `MAX_NESTING`)."""
+    depth, level = 0, [encoded]
+    while depth <= MAX_NESTING:
+        level = [
+            child
+            for node in level
+            if isinstance(node, (list, dict))
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            break
+        depth += 1
+    return depth

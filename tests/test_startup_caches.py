@@ -1,0 +1,103 @@
+"""What a new process keeps from the last one so that loading the plugin is short: the
+FFI probe's verdict and the plugin entry points found, in the disk cache. Each is used
+by a process with the same plugin, jaxlib and installed distributions, and not after
+any of them changes; either way the process runs the same programs as before."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from support import run_python
+
+#: Counts the probe compiles and entry-point scans of one process, changes what the
+#: test says, then loads the plugin and runs a program that calls jaxlib's LAPACK
+#: handlers (which only a verified registration runs), checked against NumPy.
+_CHILD = """
+import json, sys
+import numpy as np
+import jax, jax.numpy as jnp
+from importlib import metadata
+import cyxla as cx
+from cyxla._cache import probes
+from cyxla._ffi import plugin as ffi_plugin, registry
+
+counts = {"probes": 0, "scans": 0}
+probe, scan = ffi_plugin._probe, metadata.entry_points
+
+def counted_probe(*args):
+    counts["probes"] += 1
+    return probe(*args)
+
+def counted_scan(*args, **kwargs):
+    counts["scans"] += kwargs.get("group") == "cyxla.plugins"  # JAX scans its own group
+    return scan(*args, **kwargs)
+
+ffi_plugin._probe = counted_probe
+metadata.entry_points = counted_scan
+CHANGE
+program = cx.lower(jnp.linalg.inv, [jax.ShapeDtypeStruct((3, 3), jnp.float32)])
+a = np.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], np.float32)
+(inverse,) = cx.compile_program(program)[0].run([a])
+rejected = sorted(n for n, r in registry.registrations().items() if r.error)
+print(json.dumps({**counts, "right": bool(np.allclose(inverse, np.linalg.inv(a), atol=1e-5)),
+                  "registered": len(registry.registrations()), "rejected": rejected}))
+"""
+
+
+def _child(cache: Path, change: str = "", **env: str) -> dict[str, Any]:
+    result: subprocess.CompletedProcess[str] = run_python(
+        _CHILD.replace("CHANGE", textwrap.dedent(change)),
+        env={"CYXLA_CACHE_DIR": str(cache), **env},
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_the_second_process_reads_the_probe_verdict_and_the_scan(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = _child(cache)
+    assert first["probes"] >= 1 and first["scans"] == 1
+    second = _child(cache)
+    assert (second["probes"], second["scans"]) == (0, 0)
+    for run in (first, second):
+        assert run["right"] and run["rejected"] == []
+    assert second["registered"] == first["registered"] > 0
+    assert {p.parent.name for p in cache.glob("*/*.entry")} >= {"probes", "scans"}
+
+
+def test_another_plugin_identity_or_jaxlib_probes_again(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _child(cache)
+    rebuilt = _child(
+        cache,
+        """
+        identity = probes.plugin_identity
+        probes.plugin_identity = lambda plugin: {**identity(plugin), "mtime_ns": 1}
+        """,
+    )
+    assert rebuilt["probes"] >= 1 and rebuilt["right"]
+    upgraded = _child(cache, "import jaxlib; jaxlib.__version__ = '0.0.1'")
+    assert upgraded["probes"] >= 1 and upgraded["right"]
+    assert _child(cache)["probes"] == 0  # the first verdict is still there
+
+
+def test_a_new_distribution_scans_again(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    site = tmp_path / "site"
+    site.mkdir()
+    _child(cache, PYTHONPATH=str(site))
+    assert _child(cache, PYTHONPATH=str(site))["scans"] == 0
+    info = site / "unrelated-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: unrelated\nVersion: 1.0\n")
+    assert _child(cache, PYTHONPATH=str(site))["scans"] == 1
+
+
+def test_a_cache_off_probes_and_scans_every_time(tmp_path: Path) -> None:
+    for _ in range(2):
+        run = _child(tmp_path, CYXLA_CACHE_DIR="0")
+        assert run["probes"] >= 1 and run["scans"] == 1 and run["right"]
