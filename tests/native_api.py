@@ -6,7 +6,7 @@ import ctypes
 
 from cyxla import _core
 
-OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL = range(6)
+OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL, BUSY = range(7)
 
 
 class Error(ctypes.Structure):
@@ -49,6 +49,18 @@ Execute = ctypes.CFUNCTYPE(
 )
 AlignedMemory = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
 FreeAligned = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+Bind = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(ProgramSpec),
+    ctypes.POINTER(Input),
+    ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_uint64),
+    ctypes.POINTER(Error),
+)
+CallBound = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(Error))
+Unbind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(Error))
 
 
 class Api(ctypes.Structure):
@@ -61,6 +73,9 @@ class Api(ctypes.Structure):
         ("execute", Execute),
         ("aligned_memory", AlignedMemory),
         ("free_aligned", FreeAligned),
+        ("bind", Bind),
+        ("call_bound", CallBound),
+        ("unbind", Unbind),
     ]
 
 

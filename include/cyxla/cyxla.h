@@ -42,8 +42,9 @@
 extern "C" {
 #endif
 
-/* 1 (2026-12): the first version. */
-#define CYXLA_ABI_VERSION 1
+/* 1 (2026-12): the first version.
+ * 2 (2026-12): bound calls (bind, call_bound, unbind) and CYXLA_ERROR_BUSY. */
+#define CYXLA_ABI_VERSION 2
 #define CYXLA_ABI_OLDEST_COMPATIBLE 1
 #define CYXLA_CAPSULE_NAME "cyxla._core._C_API"
 
@@ -58,6 +59,7 @@ typedef enum cyxla_Status {
   CYXLA_ERROR_RELEASED = 3,         /* the spec was released or the executable freed */
   CYXLA_ERROR_PJRT = 4,             /* the plugin reported an error */
   CYXLA_ERROR_INTERNAL = 5,         /* out of memory or a bug in cyxla */
+  CYXLA_ERROR_BUSY = 6,             /* another thread is in a call of the same bound call */
 } cyxla_Status;
 
 /* Where a failing call explains itself. Pass NULL where the message is not wanted. */
@@ -126,6 +128,33 @@ typedef struct cyxla_Api {
    * (near SIZE_MAX): a non-NULL result always has at least `nbytes` usable bytes. */
   void* (*aligned_memory)(size_t nbytes);
   void (*free_aligned)(void* pointer);
+
+  /* Version 2: bound calls. A bound call is a program bound, once, to the caller's input
+   * and output memory: each call runs it on what the inputs hold at that moment and writes
+   * the outputs, with no argument to check or wrap (on the CPU its input buffers alias
+   * that memory and are made at bind time). The handle is never 0.
+   *   - Memory: inputs[i].data and outputs[j] must stay valid, and be used for nothing
+   *     else, until cyxla_unbind; cyxla cannot detect a free, and a call after one reads
+   *     and writes freed memory. Write inputs and read outputs only between calls.
+   *   - Alignment: on the CPU an input aligned to CYXLA_HOST_ALIGNMENT is read in place;
+   *     an unaligned one is copied into memory of the bound call's own on every call.
+   *   - Threads: any thread may call a bound call, one at a time: a call while another
+   *     thread is in one returns CYXLA_ERROR_BUSY and runs nothing. Bind once per thread
+   *     to run in parallel.
+   *   - Lifetime: a bound call holds its executable alive; releasing the spec it was bound
+   *     from, or the Python Executable, does not end it. After cyxla_unbind its handle
+   *     gets CYXLA_ERROR_RELEASED (a second unbind too). Unbinding waits for a call in
+   *     flight on another thread. */
+
+  /* Checks the arguments as execute does and binds them; stores the handle in `*bound`
+   * (0 on failure). */
+  cyxla_Status (*bind)(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                       size_t num_inputs, void* const* outputs, size_t num_outputs,
+                       uint64_t* bound, cyxla_Error* error);
+  /* Runs the bound call. Allocates nothing of cyxla's own. */
+  cyxla_Status (*call_bound)(uint64_t bound, cyxla_Error* error);
+  /* Ends the bound call; CYXLA_ERROR_RELEASED for one that was unbound already. */
+  cyxla_Status (*unbind)(uint64_t bound, cyxla_Error* error);
 } cyxla_Api;
 
 #ifdef __cplusplus
@@ -223,6 +252,24 @@ static inline void* cyxla_aligned_memory(size_t nbytes) {
 static inline void cyxla_free_aligned(void* pointer) {
   const cyxla_Api* api = cyxla_api();
   if (api != NULL) api->free_aligned(pointer);
+}
+
+static inline cyxla_Status cyxla_bind(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                                      size_t num_inputs, void* const* outputs,
+                                      size_t num_outputs, uint64_t* bound, cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->bind(spec, inputs, num_inputs, outputs, num_outputs, bound, error)
+                     : cyxla_not_imported(error);
+}
+
+static inline cyxla_Status cyxla_call_bound(uint64_t bound, cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->call_bound(bound, error) : cyxla_not_imported(error);
+}
+
+static inline cyxla_Status cyxla_unbind(uint64_t bound, cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->unbind(bound, error) : cyxla_not_imported(error);
 }
 
 #endif /* PY_VERSION_HEX */

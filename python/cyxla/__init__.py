@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from cyxla._abi import ABI_VERSION, HOST_ALIGNMENT, abi_version, check_abi, get_include
 from cyxla._backend import LoadedPlugin, initialize
+from cyxla._bound import BoundCall
 from cyxla._cache.keys import cache_key, library_identity
 from cyxla._cache.programs import load_lowered, store_lowered
 from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
 from cyxla._dtypes import SUPPORTED_DTYPES, ElementType
 from cyxla._errors import (
     AbiVersionError,
+    BusyError,
     CompileError,
     DtypeError,
     InvalidArgumentError,
@@ -39,6 +41,8 @@ __all__ = [
     "MIRROR_ENVIRONMENT_VARIABLE",
     "SUPPORTED_DTYPES",
     "AbiVersionError",
+    "BoundCall",
+    "BusyError",
     "CompileError",
     "CompileStatistics",
     "DtypeError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "AbiVersionError",
+    "BusyError",
     "CompileError",
     "DtypeError",
     "InvalidArgumentError",
@@ -58,6 +59,10 @@ class InvalidArgumentError(ValueError):
 
 class DtypeError(TypeError):
     """An argument's dtype cannot be converted to the one the program takes."""
+
+
+class BusyError(RuntimeError):
+    """A bound call was called while another thread was in a call of it."""
 
 
 class AbiVersionError(ImportError):

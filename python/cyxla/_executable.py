@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from cyxla import _backend, _core
+from cyxla._bound import BoundCall
 from cyxla._cache import executables
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._ffi import checks
@@ -141,6 +142,20 @@ class Executable:
                 o if d is None else o.view(d) for o, d in zip(outputs, self._views, strict=True)
             )
         return tuple(outputs)
+
+    def bind(
+        self, inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None
+    ) -> BoundCall:
+        """Binds the program to `inputs` and `outputs`, for calls that take no arguments.
+
+        Each is a sequence of NumPy arrays, one per input (output), of exactly its shape and
+        dtype, C-contiguous (outputs writeable): nothing is converted, since the program
+        reads the arrays' memory itself on every call. None makes new zeroed arrays, aligned
+        so that the CPU plugin reads them in place. Write into `bound.inputs`, call
+        `bound()`, read `bound.outputs`. A wrong count or shape raises InvalidArgumentError,
+        a wrong dtype DtypeError, anything but arrays TypeError, naming the argument.
+        """
+        return BoundCall(self._native, (self.inputs, self.outputs), inputs, outputs)
 
     def _carriers_of(self, out: Any) -> list[np.ndarray]:
         """The arrays of `out`, checked against the outputs, as the core writes them."""

@@ -46,6 +46,11 @@ Entry::Entry(std::shared_ptr<const Executable> exe)
   describe(executable->outputs(), output_types, output_ranks, output_dims);
 }
 
+Entry::Entry(std::shared_ptr<const Executable> exe, std::unique_ptr<BoundCall> bound_call)
+    : Entry(std::move(exe)) {
+  bound = std::move(bound_call);
+}
+
 Registry& Registry::instance() {
   static Registry registry;
   return registry;
@@ -60,6 +65,15 @@ Registry::Slot* Registry::slot(size_t index) const noexcept {
 uint64_t Registry::add(std::shared_ptr<const Executable> executable, const Entry** entry_out) {
   auto entry = std::make_unique<Entry>(std::move(executable));
   if (entry_out != nullptr) *entry_out = entry.get();
+  return add(std::move(entry));
+}
+
+uint64_t Registry::add(std::unique_ptr<BoundCall> bound_call) {
+  std::shared_ptr<const Executable> executable = bound_call->shared_executable();
+  return add(std::make_unique<Entry>(std::move(executable), std::move(bound_call)));
+}
+
+uint64_t Registry::add(std::unique_ptr<Entry> entry) {
   std::lock_guard lock(mutex_);
   if (free_.empty()) {
     const size_t chunk = owned_chunks_.size();
@@ -99,16 +113,16 @@ const Entry* Registry::acquire(uint64_t handle) noexcept {
   return s->entry.get();
 }
 
-void Registry::release(uint64_t handle) noexcept {
-  if (handle == 0) return;
+bool Registry::release(uint64_t handle) noexcept {
+  if (handle == 0) return false;
   Slot* s = nullptr;
   {
     std::lock_guard lock(mutex_);
     s = slot(index_of(handle));
     if (s == nullptr || s->generation.load() != generation_of(handle) || s->references == 0) {
-      return;
+      return false;
     }
-    if (--s->references != 0) return;
+    if (--s->references != 0) return true;
     // New calls now fail their generation check, and acquire() sees no references. The
     // slot is not on the free list yet, so nothing else touches it until it is put back.
     s->generation.fetch_add(1);
@@ -121,6 +135,7 @@ void Registry::release(uint64_t handle) noexcept {
   const std::unique_ptr<Entry> dead = std::move(s->entry);  // freed once the lock is dropped
   std::lock_guard lock(mutex_);
   free_.push_back(static_cast<uint32_t>(index_of(handle)));
+  return true;
 }
 
 Registry::Use Registry::use(uint64_t handle) noexcept {

@@ -11,15 +11,19 @@
 #include <vector>
 
 #include "cyxla/element_type.h"
+#include "runtime/bound_call.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla::abi {
 
-/// An executable as native callers see it: the ProgramSpec arrays, built once.
+/// An executable as native callers see it: the ProgramSpec arrays, built once; or, for
+/// a bound call's handle, that bound call too.
 struct Entry {
   explicit Entry(std::shared_ptr<const Executable> executable);
+  Entry(std::shared_ptr<const Executable> executable, std::unique_ptr<BoundCall> bound_call);
 
   std::shared_ptr<const Executable> executable;
+  std::unique_ptr<BoundCall> bound;  // null for an executable's handle
   std::vector<PJRT_Buffer_Type> input_types, output_types;
   std::vector<size_t> input_ranks, output_ranks;
   std::vector<const int64_t*> input_dims, output_dims;
@@ -35,13 +39,15 @@ class Registry {
   /// Registers `executable` with one reference; the handle is never 0. Stores the new
   /// entry in `*entry` when given (valid until that reference is released).
   uint64_t add(std::shared_ptr<const Executable> executable, const Entry** entry = nullptr);
+  /// Registers a bound call (its entry holds its executable too), with one reference.
+  uint64_t add(std::unique_ptr<BoundCall> bound_call);
   /// Adds a reference to a live handle; the entry stays valid until the matching release.
   /// Null when the handle was released or never existed.
   const Entry* acquire(uint64_t handle) noexcept;
   /// Drops a reference. At the last one the handle dies, in-flight calls finish, and the
   /// executable is freed. Unknown or dead handles are ignored. Allocates nothing: add()
-  /// reserved room in the free list for every slot.
-  void release(uint64_t handle) noexcept;
+  /// reserved room in the free list for every slot. Returns whether the handle was live.
+  bool release(uint64_t handle) noexcept;
 
   /// Marks a call in flight on `handle` for the scope of the object (the hot path: two
   /// atomic loads and an increment, no lock).
@@ -67,6 +73,7 @@ class Registry {
   static constexpr size_t kMaxChunks = 4096;
 
   Slot* slot(size_t index) const noexcept;
+  uint64_t add(std::unique_ptr<Entry> entry);
 
   std::mutex mutex_;  // guards everything but the atomics read on the hot path
   std::array<std::atomic<Slot*>, kMaxChunks> chunks_{};

@@ -3,6 +3,9 @@
 
 #include <nanobind/nanobind.h>
 
+#include <memory>
+
+#include "runtime/bound_call.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla::python {
@@ -15,5 +18,28 @@ namespace cyxla::python {
 /// The GIL is released while the plugin runs.
 bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
                     nanobind::handle outputs, bool converted);
+
+/// A BoundCall over the buffers of Python objects (NumPy arrays), held while it lives:
+/// their memory stays allocated, and exporters that count their views (bytearray) refuse
+/// to resize.
+class BoundBuffers {
+ public:
+  /// Binds `executable` to the buffers of `inputs` and `outputs`, which must be exactly
+  /// the program's (count, element type as the core carries it, shape, C-contiguity;
+  /// outputs writable), else InvalidArgument naming the argument.
+  BoundBuffers(std::shared_ptr<const Executable> executable, nanobind::handle inputs,
+               nanobind::handle outputs);
+  BoundBuffers(const BoundBuffers&) = delete;
+  BoundBuffers& operator=(const BoundBuffers&) = delete;
+  ~BoundBuffers();
+
+  /// BoundCall::call with the GIL released.
+  bool call();
+
+ private:
+  struct Views;
+  std::unique_ptr<Views> views_;
+  std::unique_ptr<BoundCall> call_;  // declared after the views: destroyed first
+};
 
 }  // namespace cyxla::python

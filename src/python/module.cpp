@@ -220,6 +220,14 @@ NB_MODULE(_core, m) {
         return nb::bytes(s.data(), s.size());
       });
 
+  nb::class_<python::BoundBuffers>(m, "BoundCall",  // GCOVR_EXCL_LINE
+                                   "A program bound to the memory of NumPy arrays.")
+      .def(nb::init<std::shared_ptr<Executable>, nb::handle, nb::handle>(), "executable"_a,
+           "inputs"_a, "outputs"_a)
+      .def("__call__", &python::BoundBuffers::call,
+           "Runs the program on the inputs' current contents and writes the outputs; False, "
+           "running nothing, while another thread is in a call of this bound call.");
+
   nb::class_<abi::Handle>(m, "NativeHandle",  // GCOVR_EXCL_LINE
                           "One reference to an executable for native callers (cyxla.h).")
       .def(nb::init<std::shared_ptr<Executable>>(), "executable"_a)

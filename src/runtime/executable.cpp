@@ -100,10 +100,30 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecu
   for (const TensorSpec& spec : outputs_) output_bytes_.push_back(spec.bytes());
 }
 
+pjrt::Buffer Executable::host_buffer(size_t input, const void* data) const {
+  const PJRT_Api* api = runtime_->plugin().api();
+  const TensorSpec& spec = inputs_[input];
+  auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
+  args.client = runtime_->client();
+  args.data = data;
+  args.type = spec.type;
+  args.dims = spec.dims.data();
+  args.num_dims = spec.dims.size();
+  args.host_buffer_semantics = runtime_->host_is_device()
+                                   ? PJRT_HostBufferSemantics_kImmutableZeroCopy
+                                   : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.device = runtime_->device();
+  pjrt::check(pjrt::OwnedError(api, api->PJRT_Client_BufferFromHostBuffer(&args)),
+              "PJRT_Client_BufferFromHostBuffer");
+  pjrt::Buffer buffer(api, args.buffer);
+  // On the CPU the host memory stays in use until `buffer` is destroyed; the event that
+  // says so is not needed.
+  pjrt::Event done(api, args.done_with_host_buffer);
+  return buffer;
+}
+
 void Executable::execute(std::span<const void* const> inputs,
                          std::span<void* const> outputs) const {
-  const pjrt::Plugin& plugin = runtime_->plugin();
-  const PJRT_Api* api = plugin.api();
   const size_t n_in = inputs_.size();
   const size_t n_out = outputs_.size();
   // On the CPU every input becomes a buffer that aliases host memory. Unaligned inputs
@@ -122,48 +142,42 @@ void Executable::execute(std::span<const void* const> inputs,
   SmallArray<pjrt::Buffer> in(n_in);
   SmallArray<PJRT_Buffer*> in_raw(n_in);
   for (size_t i = 0; i < n_in; ++i) {
-    const TensorSpec& spec = inputs_[i];
     const void* data = inputs[i];
     if (host && !is_aligned(data)) {
       std::memcpy(staging, data, input_bytes_[i]);
       data = staging;
       staging += round_up(input_bytes_[i]);
     }
-    auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
-    args.client = runtime_->client();
-    args.data = data;
-    args.type = spec.type;
-    args.dims = spec.dims.data();
-    args.num_dims = spec.dims.size();
-    args.host_buffer_semantics = host ? PJRT_HostBufferSemantics_kImmutableZeroCopy
-                                       : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
-    args.device = runtime_->device();
-    pjrt::check(pjrt::OwnedError(api, api->PJRT_Client_BufferFromHostBuffer(&args)),
-                "PJRT_Client_BufferFromHostBuffer");
-    in[i] = pjrt::Buffer(api, args.buffer);
-    in_raw[i] = args.buffer;
-    // The host memory stays valid until `in[i]` is destroyed, after the outputs are read.
-    pjrt::Event done(api, args.done_with_host_buffer);
+    in[i] = host_buffer(i, data);
+    in_raw[i] = in[i].get();
   }
 
   SmallArray<PJRT_Buffer*> out_raw(n_out);
-  PJRT_Buffer* const* argument_list = in_raw.data();
-  PJRT_Buffer** output_list = out_raw.data();
+  execute_buffers(in_raw.data(), {out_raw.data(), n_out}, outputs);
+}
+
+void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_Buffer*> results,
+                                 std::span<void* const> outputs) const {
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  const PJRT_Api* api = plugin.api();
+  const size_t n_out = outputs_.size();
+  const bool host = runtime_->host_is_device();
+  PJRT_Buffer** output_list = results.data();
   PJRT_Event* complete = nullptr;
   auto options = pjrt::make_args<PJRT_ExecuteOptions>();
   auto args = pjrt::make_args<PJRT_LoadedExecutable_Execute_Args>();
   args.executable = loaded_.get();
   args.options = &options;
-  args.argument_lists = &argument_list;
+  args.argument_lists = &arguments;
   args.num_devices = 1;
-  args.num_args = n_in;
+  args.num_args = inputs_.size();
   args.output_lists = &output_list;
   args.device_complete_events = &complete;
   pjrt::check(pjrt::OwnedError(api, api->PJRT_LoadedExecutable_Execute(&args)),
               "PJRT_LoadedExecutable_Execute");
 
   SmallArray<pjrt::Buffer> out(n_out);
-  for (size_t j = 0; j < n_out; ++j) out[j] = pjrt::Buffer(api, out_raw[j]);
+  for (size_t j = 0; j < n_out; ++j) out[j] = pjrt::Buffer(api, results[j]);
   await(plugin, complete, "executing the program");
 
   for (size_t j = 0; j < n_out; ++j) {
@@ -172,14 +186,14 @@ void Executable::execute(std::span<const void* const> inputs,
       // The result is in host memory already: copy it here, where PJRT_Buffer_ToHostBuffer
       // would hand the copy to a worker thread and wake us when it is done.
       auto where = pjrt::make_args<PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args>();
-      where.buffer = out_raw[j];
+      where.buffer = results[j];
       pjrt::check(pjrt::OwnedError(api, api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&where)),
                   "PJRT_Buffer_OpaqueDeviceMemoryDataPointer");
       std::memcpy(outputs[j], where.device_memory_ptr, output_bytes_[j]);
       continue;
     }
     auto copy = pjrt::make_args<PJRT_Buffer_ToHostBuffer_Args>();
-    copy.src = out_raw[j];
+    copy.src = results[j];
     copy.dst = outputs[j];
     copy.dst_size = output_bytes_[j];
     pjrt::check(pjrt::OwnedError(api, api->PJRT_Buffer_ToHostBuffer(&copy)),

@@ -33,6 +33,18 @@ class Executable {
   /// Safe to call from many threads at once. Throws cyxla::Error.
   void execute(std::span<const void* const> inputs, std::span<void* const> outputs) const;
 
+  /// A buffer of input `input` over `data`: on the CPU it aliases `data` (which must be
+  /// aligned, see host_memory.hpp, and stay valid while the buffer lives), elsewhere it is
+  /// a copy on the device.
+  pjrt::Buffer host_buffer(size_t input, const void* data) const;
+
+  /// Runs the program on input buffers already on the device (one per input, in order)
+  /// and reads its results into `outputs` as execute() does; `results` has room for one
+  /// buffer per output (the caller's, so that this allocates nothing). Not for callers
+  /// outside the runtime: BoundCall holds such buffers.
+  void execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_Buffer*> results,
+                       std::span<void* const> outputs) const;
+
   /// The plugin's serialized form, loadable with Runtime::deserialize.
   std::string serialize() const;
   /// The plugin's fingerprint of the compiled code ("" if it has none).

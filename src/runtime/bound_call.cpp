@@ -1,0 +1,64 @@
+// Binding host memory to a program once, and calling it: one thread at a time.
+#include "runtime/bound_call.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "runtime/host_memory.hpp"
+#include "runtime/runtime.hpp"
+
+namespace cyxla {
+
+BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
+                     std::span<const void* const> inputs, std::span<void* const> outputs)
+    : executable_(std::move(executable)),
+      inputs_(inputs.begin(), inputs.end()),
+      outputs_(outputs.begin(), outputs.end()),
+      results_(outputs.size()) {
+  const Executable& e = *executable_;
+  // Elsewhere than on the CPU a buffer is a copy on the device, made from the input's
+  // current bytes: each call then uploads its inputs (execute()).
+  if (!e.runtime().host_is_device()) return;
+  resident_ = true;
+  size_t unaligned = 0;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!is_aligned(inputs_[i])) unaligned += round_up(e.input_bytes()[i]);
+  }
+  if (unaligned != 0) {
+    staging_.reset(allocate_aligned(unaligned));
+    if (staging_ == nullptr) throw std::bad_alloc();
+  }
+  auto* next = static_cast<std::byte*>(staging_.get());
+  buffers_.reserve(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const void* data = inputs_[i];
+    if (!is_aligned(data)) {
+      staged_.push_back({data, next, e.input_bytes()[i]});
+      data = next;
+      next += round_up(e.input_bytes()[i]);
+    }
+    buffers_.push_back(e.host_buffer(i, data));
+    arguments_.push_back(buffers_.back().get());
+  }
+}
+
+bool BoundCall::call() {
+  if (busy_.exchange(true, std::memory_order_acquire)) return false;
+  struct Done {
+    std::atomic<bool>& busy;
+    ~Done() { busy.store(false, std::memory_order_release); }
+  } done{busy_};
+  if (!resident_) {
+    executable_->execute(inputs_, outputs_);
+    return true;
+  }
+  // The buffers alias the caller's memory (or the copies refreshed here): the plugin reads
+  // what it holds now. PJRT asks that memory under a zero-copy buffer not change while the
+  // buffer lives; the CPU client reads it only inside Execute, which runs synchronously in
+  // this thread, so changes between calls are seen and none races with a read.
+  for (const Staged& s : staged_) std::memcpy(s.to, s.from, s.bytes);
+  executable_->execute_buffers(arguments_.data(), results_, outputs_);
+  return true;
+}
+
+}  // namespace cyxla
