@@ -19,6 +19,7 @@ from cyxla._jaxlib import xla_client
 from cyxla._program import (
     Program,
     TensorSpec,
+    donated_outputs,
     encode_specs,
     input_mismatch,
     output_mismatch,
@@ -272,14 +273,15 @@ def compile_program(
     loaded = _backend.loaded()
     assert loaded is not None, "runtime_for loads the plugin"
     specs = encode_specs(program.inputs)
+    donated = list(donated_outputs(program))
     compile_options = _compile_options(options)
-    cached = executables.load(program, loaded, compile_options, specs)
+    cached = executables.load(program, loaded, compile_options, specs, donated)
     if cached.native is not None:
         statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
         return Executable(cached.native, program), statistics
     start = time.perf_counter()
     with checks.explain_compile_errors():
-        native = runtime.compile(program.stablehlo, compile_options, specs)
+        native = runtime.compile(program.stablehlo, compile_options, specs, donated)
     seconds = time.perf_counter() - start
     _check_outputs(native, program)
     _check_inputs(program)

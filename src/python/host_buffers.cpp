@@ -123,7 +123,7 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
   return true;
 }
 
-struct BoundBuffers::Views {
+struct HeldViews {
   std::vector<std::unique_ptr<BufferView>> held;
 
   /// A view of `object` that matches `spec`, held until the BoundBuffers dies.
@@ -140,9 +140,42 @@ struct BoundBuffers::Views {
   }
 };
 
+std::vector<bool> writes_in_place(const Executable& executable, nb::handle inputs,
+                                  nb::handle outputs) {
+  const size_t n_out = executable.outputs().size();
+  if (nb::len(nb::borrow<nb::sequence>(outputs)) != n_out) {
+    throw Error(ErrorKind::InvalidArgument, "_writes_in_place: one array per output");
+  }
+  // Views held for the call, checked as bind checks them.
+  HeldViews views;
+  std::vector<const void*> in_data;
+  std::vector<void*> out_data;
+  nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
+  if (nb::len(in_seq) != executable.inputs().size()) {
+    throw Error(ErrorKind::InvalidArgument, "_writes_in_place: one array per input");
+  }
+  for (size_t i = 0; i < executable.inputs().size(); ++i) {
+    in_data.push_back(views.take(in_seq[i], false, executable.inputs()[i],
+                                 executable.input_bytes()[i], "inputs[" + std::to_string(i) + "]"));
+  }
+  nb::sequence out_seq = nb::borrow<nb::sequence>(outputs);
+  for (size_t j = 0; j < n_out; ++j) {
+    out_data.push_back(views.take(out_seq[j], true, executable.outputs()[j],
+                                  executable.output_bytes()[j],
+                                  "outputs[" + std::to_string(j) + "]"));
+  }
+  auto flags = std::make_unique<bool[]>(n_out);
+  {
+    nb::gil_scoped_release release;
+    executable.execute(in_data, out_data, {flags.get(), n_out});
+  }
+  return std::vector<bool>(flags.get(), flags.get() + n_out);
+}
+
+
 BoundBuffers::BoundBuffers(std::shared_ptr<const Executable> executable, nb::handle inputs,
                            nb::handle outputs)
-    : views_(std::make_unique<Views>()) {
+    : views_(std::make_unique<HeldViews>()) {
   const auto& in_specs = executable->inputs();
   const auto& out_specs = executable->outputs();
   nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);

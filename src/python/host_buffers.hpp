@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 
 #include <memory>
+#include <vector>
 
 #include "runtime/bound_call.hpp"
 #include "runtime/executable.hpp"
@@ -18,6 +19,15 @@ namespace cyxla::python {
 /// The GIL is released while the plugin runs.
 bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
                     nanobind::handle outputs, bool converted);
+
+/// Runs `executable` once, as run_on_buffers does with arrays that are exactly the
+/// program's (else InvalidArgument), and returns per output whether the plugin wrote the
+/// result straight into the output's memory.
+std::vector<bool> writes_in_place(const Executable& executable, nanobind::handle inputs,
+                                  nanobind::handle outputs);
+
+/// Buffer views of Python objects, held until destroyed.
+struct HeldViews;
 
 /// A BoundCall over the buffers of Python objects (NumPy arrays), held while it lives:
 /// their memory stays allocated, and exporters that count their views (bytearray) refuse
@@ -37,8 +47,7 @@ class BoundBuffers {
   bool call();
 
  private:
-  struct Views;
-  std::unique_ptr<Views> views_;
+  std::unique_ptr<HeldViews> views_;
   std::unique_ptr<BoundCall> call_;  // declared after the views: destroyed first
 };
 

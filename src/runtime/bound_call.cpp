@@ -20,12 +20,20 @@ BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
   // current bytes: each call then uploads its inputs (execute()).
   if (!e.runtime().host_is_device()) return;
   resident_ = true;
-  size_t unaligned = 0;
+  const std::vector<size_t>& donated = e.donated_outputs();
+  // Donated outputs are written in place where they can be (Executable::execute), and
+  // into memory of the bound call's own, copied out after each call, where they cannot.
+  std::vector<bool> in_place(donated.size());
+  size_t staged = 0;
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (!is_aligned(inputs_[i])) unaligned += round_up(e.input_bytes()[i]);
+    if (!is_aligned(inputs_[i])) staged += round_up(e.input_bytes()[i]);
   }
-  if (unaligned != 0) {
-    staging_.reset(allocate_aligned(unaligned));
+  for (size_t k = 0; k < donated.size(); ++k) {
+    in_place[k] = e.writable_in_place(donated[k], outputs_[donated[k]], inputs_, outputs_);
+    if (!in_place[k]) staged += round_up(e.output_bytes()[donated[k]]);
+  }
+  if (staged != 0) {
+    staging_.reset(allocate_aligned(staged));
     if (staging_ == nullptr) throw std::bad_alloc();
   }
   auto* next = static_cast<std::byte*>(staging_.get());
@@ -40,6 +48,12 @@ BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
     buffers_.push_back(e.host_buffer(i, data));
     arguments_.push_back(buffers_.back().get());
   }
+  for (size_t k = 0; k < donated.size(); ++k) {
+    donors_.push_back(in_place[k] ? outputs_[donated[k]] : next);
+    if (!in_place[k]) next += round_up(e.output_bytes()[donated[k]]);
+  }
+  donor_buffers_.resize(donated.size());
+  arguments_.resize(inputs_.size() + donated.size());
 }
 
 bool BoundCall::call() {
@@ -57,7 +71,14 @@ bool BoundCall::call() {
   // buffer lives; the CPU client reads it only inside Execute, which runs synchronously in
   // this thread, so changes between calls are seen and none races with a read.
   for (const Staged& s : staged_) std::memcpy(s.to, s.from, s.bytes);
+  // A donated buffer is consumed by the call that it is donated to: one per call.
+  const std::vector<size_t>& donated = executable_->donated_outputs();
+  for (size_t k = 0; k < donated.size(); ++k) {
+    donor_buffers_[k] = executable_->donor_buffer(donated[k], donors_[k]);
+    arguments_[inputs_.size() + k] = donor_buffers_[k].get();
+  }
   executable_->execute_buffers(arguments_.data(), results_, outputs_);
+  for (pjrt::Buffer& buffer : donor_buffers_) buffer.reset();
   return true;
 }
 

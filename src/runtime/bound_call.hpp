@@ -19,7 +19,8 @@ class BoundCall {
   /// `outputs[j]` (output_bytes()[j] bytes each). The caller checks the counts, types and
   /// null pointers (the C API's bind, the Python binding). On the CPU an aligned input is
   /// aliased by its buffer; an unaligned one gets an aligned copy of its own, refreshed
-  /// on every call. The memory must stay valid until the BoundCall is destroyed.
+  /// on every call. A donated output (Executable) is written in place where it can be.
+  /// The memory must stay valid until the BoundCall is destroyed.
   BoundCall(std::shared_ptr<const Executable> executable, std::span<const void* const> inputs,
             std::span<void* const> outputs);
   BoundCall(const BoundCall&) = delete;
@@ -52,6 +53,8 @@ class BoundCall {
   std::vector<Staged> staged_;
   bool resident_ = false;               // whether buffers_ hold the inputs (the CPU)
   std::vector<pjrt::Buffer> buffers_;  // one per input, made once
+  std::vector<void*> donors_;               // per donated output, the memory it is written to
+  std::vector<pjrt::Buffer> donor_buffers_;  // made on each call, consumed by it
   std::vector<PJRT_Buffer*> arguments_;
   std::vector<PJRT_Buffer*> results_;  // room for the outputs' buffers of one call
   std::atomic<bool> busy_{false};
