@@ -5,11 +5,15 @@
 Programs: sin3 (`sin(x) * 2` on f32[3]), mlp64 (two tanh layers on f32[64]) and ew1m
 (`x * 2 + 1` on 1M f32). Paths, each a native loop without the GIL:
 
-- raw: the naive PJRT loop (wrap the inputs, execute, read the outputs, destroy): the floor;
+- raw: the naive PJRT loop (wrap the inputs, execute, read the outputs, destroy): the floor,
+  on the program as JAX lowers it (without the donated parameters of ew1m's);
 - raw_resident: the same with the inputs wrapped once, before the loop;
 - native: cyxla_execute through the C++ header;
 - bound: a bound call (cyxla_bind once, cyxla_call_bound per call);
-- memcpy (ew1m only): one copy of the output's bytes, the machine's limit.
+- memcpy (ew1m only): one copy of the output's bytes, the machine's limit;
+- native_copied, bound_copied (ew1m only): native and bound on the program lowered
+  without its donated parameter, so that the result is copied out (cyxla before results
+  were written in place).
 
 Rounds are interleaved: every path once per round, in shuffled order, so that paths are
 compared under the same load. Prints the median time per call of each path and, per round,
@@ -31,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import cyxla
-from cyxla import _benchmark
+from cyxla import _benchmark, _lowering
 from cyxla._bound import aligned_empty
 
 
@@ -55,8 +59,22 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]], int]] = {
 }
 
 
-def loops(name: str) -> dict[str, Callable[[], float]]:
-    """Per path, a function that times one measurement and returns seconds per call."""
+def _without_donated_parameters(
+    function: Callable[..., Any], specs: list[jax.ShapeDtypeStruct]
+) -> cyxla.Executable:
+    """`function` compiled as JAX lowers it, with no output written in place."""
+    in_place_min = _lowering.IN_PLACE_MIN_BYTES
+    _lowering.IN_PLACE_MIN_BYTES = 1 << 62
+    try:
+        return cyxla.compile_program(cyxla.lower(function, specs))[0]
+    finally:
+        _lowering.IN_PLACE_MIN_BYTES = in_place_min
+
+
+def loops(name: str) -> tuple[dict[str, Callable[[], float]], list[cyxla.Executable]]:
+    """Per path, a function that times one measurement and returns seconds per call; and
+    the executables they run, which must stay alive while the functions are used (the
+    raw loops hold only pointers into them)."""
     function, shapes, calls = PROGRAMS[name]
     specs = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
     executable = cyxla.compile_program(cyxla.lower(function, specs))[0]
@@ -69,7 +87,8 @@ def loops(name: str) -> dict[str, Callable[[], float]]:
     outputs = [aligned_empty(s) for s in executable.outputs]
     expected = jax.jit(function)(*inputs)
     types = [int(s.element_type) for s in executable.inputs]
-    pointers = executable._native._pjrt_pointers()
+    copied = _without_donated_parameters(function, specs) if name == "ew1m" else executable
+    pointers = copied._native._pjrt_pointers()
     handle = executable.handle
     paths: dict[str, Callable[[int], float]] = {
         "raw": lambda n: _benchmark.raw_pjrt_loop(*pointers, inputs, types, outputs, n),
@@ -89,17 +108,23 @@ def loops(name: str) -> dict[str, Callable[[], float]]:
             return time.perf_counter() - start
 
         paths["memcpy"] = copy
-    for path in ("native", "bound"):  # each path computes what jax.jit does
+        assert copied._native.donated_outputs == [] and executable._native.donated_outputs
+        paths["native_copied"] = lambda n: _benchmark.execute_loop(
+            copied.handle, inputs, outputs, n
+        )
+        paths["bound_copied"] = lambda n: _benchmark.bound_loop(copied.handle, inputs, outputs, n)
+    for path in paths.keys() - {"raw", "raw_resident", "memcpy"}:  # each computes jax.jit's
         paths[path](1)
         for got, want in zip(outputs, jax.tree.leaves(expected), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=path)
-    return {path: (lambda loop=loop: loop(calls) / calls) for path, loop in paths.items()}
+    timed = {path: (lambda loop=loop: loop(calls) / calls) for path, loop in paths.items()}
+    return timed, [executable, copied]
 
 
 def measure(rounds: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name in PROGRAMS:
-        paths = loops(name)
+        paths, alive = loops(name)
         for loop in paths.values():
             loop()  # warm
         times: dict[str, list[float]] = {path: [] for path in paths}
@@ -119,6 +144,7 @@ def measure(rounds: int) -> dict[str, Any]:
                 "ratio_p90": deciles[-1],
             }
         results[name] = table
+        del alive
     return results
 
 
