@@ -150,7 +150,9 @@ _JAX_TRUNCATION_WARNING = r"Explicitly requested dtype \S+ requested in"
 
 #: Outputs of at least this many bytes are written in place on the CPU: the plugin's
 #: own result buffer (an allocation of that size and its page faults) and the copy out of
-#: it cost more than the extra donated parameter, about 1 us a call (benchmarks/).
+#: it cost more than the extra donated parameter (about 1 us a call). Measured on x * 2 + 1
+#: (in place against copied, 31 interleaved rounds): 1.15x at 4 KiB, 1.04x at 16 KiB,
+#: 0.93x at 64 KiB, 0.61x at 256 KiB.
 IN_PLACE_MIN_BYTES = 1 << 16
 
 
@@ -304,8 +306,9 @@ def _donors(exported: Any, platform: str) -> list[jax.ShapeDtypeStruct]:
     aliasing back from the program: `donated_outputs`)."""
     if platform != "cpu":
         return []
-    return [
-        jax.ShapeDtypeStruct(aval.shape, aval.dtype)
-        for aval in exported.out_avals
-        if aval.size * np.dtype(aval.dtype).itemsize >= IN_PLACE_MIN_BYTES
-    ]
+    donors = []
+    for aval in exported.out_avals:
+        dtype = _carried_dtype(aval.dtype)  # None: refused by `_program` with its message
+        if dtype is not None and aval.size * dtype.itemsize >= IN_PLACE_MIN_BYTES:
+            donors.append(jax.ShapeDtypeStruct(aval.shape, dtype))
+    return donors

@@ -49,11 +49,13 @@ class BoundCall {
   std::shared_ptr<const Executable> executable_;  // held alive while bound
   std::vector<const void*> inputs_;
   std::vector<void*> outputs_;
-  std::unique_ptr<void, Free> staging_;  // the copies of the unaligned inputs
+  // Aligned memory of its own: copies of the unaligned inputs, and the results of the
+  // donated outputs that cannot be written in place.
+  std::unique_ptr<void, Free> staging_;
   std::vector<Staged> staged_;
-  bool resident_ = false;               // whether buffers_ hold the inputs (the CPU)
+  bool resident_ = false;  // whether buffers_ hold the inputs (the CPU)
   std::vector<pjrt::Buffer> buffers_;  // one per input, made once
-  std::vector<void*> donors_;               // per donated output, the memory it is written to
+  std::vector<void*> donors_;  // per donated output, the memory it is written to
   std::vector<pjrt::Buffer> donor_buffers_;  // made on each call, consumed by it
   std::vector<PJRT_Buffer*> arguments_;
   std::vector<PJRT_Buffer*> results_;  // room for the outputs' buffers of one call

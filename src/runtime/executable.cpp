@@ -132,48 +132,34 @@ bool Executable::writable_in_place(size_t output, const void* data,
   return true;
 }
 
-pjrt::Buffer Executable::donor_buffer(size_t output, void* data) const {
+pjrt::Buffer Executable::buffer_over(const TensorSpec& spec, const void* data,
+                                     PJRT_HostBufferSemantics on_host) const {
   const PJRT_Api* api = runtime_->plugin().api();
-  const TensorSpec& spec = outputs_[output];
   auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
   args.client = runtime_->client();
   args.data = data;
   args.type = spec.type;
   args.dims = spec.dims.data();
   args.num_dims = spec.dims.size();
-  // Mutable: the plugin may write the aliased result into `data`, which it then owns
-  // until the result buffer is destroyed (after the outputs are read).
-  args.host_buffer_semantics = runtime_->host_is_device()
-                                   ? PJRT_HostBufferSemantics_kMutableZeroCopy
-                                   : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.host_buffer_semantics =
+      runtime_->host_is_device() ? on_host : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   args.device = runtime_->device();
   pjrt::check(pjrt::OwnedError(api, api->PJRT_Client_BufferFromHostBuffer(&args)),
               "PJRT_Client_BufferFromHostBuffer");
   pjrt::Buffer buffer(api, args.buffer);
+  // On the CPU the host memory stays in use until `buffer` (or the result it was donated
+  // to) is destroyed; the event that says so is not needed.
   pjrt::Event done(api, args.done_with_host_buffer);
   return buffer;
 }
 
 pjrt::Buffer Executable::host_buffer(size_t input, const void* data) const {
-  const PJRT_Api* api = runtime_->plugin().api();
-  const TensorSpec& spec = inputs_[input];
-  auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
-  args.client = runtime_->client();
-  args.data = data;
-  args.type = spec.type;
-  args.dims = spec.dims.data();
-  args.num_dims = spec.dims.size();
-  args.host_buffer_semantics = runtime_->host_is_device()
-                                   ? PJRT_HostBufferSemantics_kImmutableZeroCopy
-                                   : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
-  args.device = runtime_->device();
-  pjrt::check(pjrt::OwnedError(api, api->PJRT_Client_BufferFromHostBuffer(&args)),
-              "PJRT_Client_BufferFromHostBuffer");
-  pjrt::Buffer buffer(api, args.buffer);
-  // On the CPU the host memory stays in use until `buffer` is destroyed; the event that
-  // says so is not needed.
-  pjrt::Event done(api, args.done_with_host_buffer);
-  return buffer;
+  return buffer_over(inputs_[input], data, PJRT_HostBufferSemantics_kImmutableZeroCopy);
+}
+
+pjrt::Buffer Executable::donor_buffer(size_t output, void* data) const {
+  // Mutable: the plugin may write the aliased result into `data`.
+  return buffer_over(outputs_[output], data, PJRT_HostBufferSemantics_kMutableZeroCopy);
 }
 
 void Executable::execute(std::span<const void* const> inputs, std::span<void* const> outputs,

@@ -67,6 +67,10 @@ class Executable {
   std::string fingerprint() const;
 
  private:
+  /// A buffer of `spec` over `data`: with `on_host` semantics on the CPU, a copy elsewhere.
+  pjrt::Buffer buffer_over(const TensorSpec& spec, const void* data,
+                           PJRT_HostBufferSemantics on_host) const;
+
   std::shared_ptr<const Runtime> runtime_;
   pjrt::LoadedExecutable loaded_;
   std::vector<TensorSpec> inputs_;
