@@ -1,10 +1,15 @@
 """Bound calls: a program bound once to the caller's memory (cyxla_bind, Executable.bind),
-against jax.jit: results, the thread rule, lifetimes and bad arguments."""
+against jax.jit from C, C++, Cython and Python: results, the thread rule, lifetimes and
+bad arguments."""
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import importlib.util
+import subprocess
+import sys
+import sysconfig
 import threading
 import time
 from pathlib import Path
@@ -267,3 +272,34 @@ def test_python_bind_refuses_bad_arrays(
         executable.bind(
             bad_inputs[inputs] if inputs else None, bad_outputs[outputs] if outputs else None
         )
+
+
+# ---------------------------------------------------------------------------- Cython
+
+
+def test_cython_bound_call_matches_jax(tmp_path: Path) -> None:
+    source = Path(__file__).parent / "native" / "bound_loop.pyx"
+    headers, pxd = cyxla.get_include()
+    c_file = tmp_path / "bound_loop.c"
+    subprocess.run(
+        [sys.executable, "-m", "cython", "-I", pxd, str(source), "-o", str(c_file)], check=True
+    )
+    module = tmp_path / f"bound_loop{sysconfig.get_config_var('EXT_SUFFIX')}"
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-O1", f"-I{include}", f"-I{headers}", str(c_file), "-o",
+         str(module)],
+        check=True,
+    )  # fmt: skip
+    specification = importlib.util.spec_from_file_location("bound_loop", module)
+    assert specification is not None and specification.loader is not None
+    bound_loop = importlib.util.module_from_spec(specification)
+    specification.loader.exec_module(bound_loop)
+    executable = compiled(sin2, (3,))
+    x = np.array([0.1, 0.2, 0.3], np.float32)
+    expected = x.copy()
+    for _ in range(3):
+        expected = np.asarray(jax.jit(sin2)(expected))
+    assert bound_loop.iterate(executable.handle, x, 3) == OK
+    np.testing.assert_allclose(x, expected, rtol=1e-6)
+    assert bound_loop.iterate(compiled(sin2, (4,)).handle, x, 1) == INVALID_ARGUMENT
