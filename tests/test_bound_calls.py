@@ -22,8 +22,17 @@ import pytest
 import cyxla
 from cyxla import _benchmark
 
-from conftest import compile_c
-from native_api import BUSY, INVALID_ARGUMENT, OK, RELEASED, Error, Input, ProgramSpec, table
+from support import (
+    BUSY,
+    INVALID_ARGUMENT,
+    OK,
+    RELEASED,
+    Error,
+    Input,
+    ProgramSpec,
+    compile_c,
+    table,
+)
 
 F32 = int(cyxla.ElementType.F32)
 
