@@ -12,10 +12,10 @@ from cyxla._abi import HOST_ALIGNMENT
 from cyxla._errors import BusyError, DtypeError, InvalidArgumentError
 from cyxla._program import TensorSpec
 
-__all__ = ["BoundCall", "aligned_empty"]
+__all__ = ["BoundCall", "aligned_zeros"]
 
 
-def aligned_empty(spec: TensorSpec) -> np.ndarray:
+def aligned_zeros(spec: TensorSpec) -> np.ndarray:
     """A zeroed array of `spec` at an address aligned to HOST_ALIGNMENT (read in place)."""
     raw = np.zeros(spec.nbytes + HOST_ALIGNMENT, np.uint8)
     offset = -raw.ctypes.data % HOST_ALIGNMENT
@@ -32,7 +32,7 @@ def _checked(role: str, arrays: Sequence[Any] | None, specs: tuple[TensorSpec, .
     """The arrays of `role` ("inputs" or "outputs"), checked to be exactly `specs`; new
     aligned arrays where `arrays` is None."""
     if arrays is None:
-        return [aligned_empty(spec) for spec in specs]
+        return [aligned_zeros(spec) for spec in specs]
     if isinstance(arrays, (np.ndarray, str, bytes)) or not isinstance(arrays, Sequence):
         raise TypeError(
             f"bind: {role} must be a sequence (list or tuple) of arrays, given "
