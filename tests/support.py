@@ -157,7 +157,7 @@ F8E5M2 = 19  # PJRT_Buffer_Type_F8E5M2: a type cyxla does not carry
 
 # ------------------------------------------------------------------ the native API (cyxla/cyxla.h)
 
-OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL = range(6)
+OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL, BUSY = range(7)
 
 
 class Error(ctypes.Structure):
@@ -216,6 +216,18 @@ ExecuteBatch = ctypes.CFUNCTYPE(
 )
 AlignedMemory = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
 FreeAligned = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+Bind = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(ProgramSpec),
+    ctypes.POINTER(Input),
+    ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_uint64),
+    ctypes.POINTER(Error),
+)
+CallBound = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(Error))
+Unbind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(Error))
 
 
 class Api(ctypes.Structure):
@@ -229,6 +241,9 @@ class Api(ctypes.Structure):
         ("aligned_memory", AlignedMemory),
         ("free_aligned", FreeAligned),
         ("execute_batch", ExecuteBatch),
+        ("bind", Bind),
+        ("call_bound", CallBound),
+        ("unbind", Unbind),
     ]
 
 

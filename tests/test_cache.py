@@ -124,9 +124,9 @@ class _SpyRuntime:
         self._runtime = runtime
         self.deserialized: list[bytes] = []
 
-    def deserialize(self, serialized: bytes, inputs: Any) -> Any:
+    def deserialize(self, serialized: bytes, inputs: Any, donated_outputs: Any = ()) -> Any:
         self.deserialized.append(bytes(serialized))
-        return self._runtime.deserialize(serialized, inputs)
+        return self._runtime.deserialize(serialized, inputs, list(donated_outputs))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runtime, name)

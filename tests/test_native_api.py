@@ -709,6 +709,11 @@ ALLOCATION_CHECK = """
             "cyxla_unaligned": lambda n, i=unaligned: _benchmark.execute_loop(
                 executable.handle, i, outputs, n),
             "raw": lambda n: _benchmark.raw_pjrt_loop(*pointers, inputs, types, outputs, n),
+            "bound": lambda n: _benchmark.bound_loop(executable.handle, inputs, outputs, n),
+            "bound_unaligned": lambda n: _benchmark.bound_loop(
+                executable.handle, unaligned, outputs, n),
+            "raw_resident": lambda n: _benchmark.raw_pjrt_resident_loop(
+                *pointers, inputs, types, outputs, n),
         }
         for path, loop in loops.items():
             loop(100)  # warm
@@ -759,6 +764,12 @@ def test_execute_allocates_nothing_beyond_the_plugin(tmp_path: Path) -> None:
         # cyxla's execute adds no allocation of its own to what the plugin makes.
         assert counts[f"{name}/cyxla"] <= raw + 0.01, counts
         assert counts[f"{name}/cyxla_unaligned"] <= raw + 0.01, counts
+        # A bound call adds none to what the plugin makes for an execute on resident inputs
+        # (the raw loop that wraps its inputs once), and that is less than wrapping them.
+        resident = counts[f"{name}/raw_resident"]
+        assert 0 < resident < raw, counts
+        assert counts[f"{name}/bound"] <= resident + 0.01, counts
+        assert counts[f"{name}/bound_unaligned"] <= resident + 0.01, counts
     # A batch adds nothing either: per call, the plugin's allocations of the calls it makes.
     raw_16, raw_256 = counts["batch/raw_16"], counts["batch/raw_256"]
     assert raw_16 > 0 and raw_256 > 0, counts

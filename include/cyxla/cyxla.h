@@ -45,7 +45,8 @@ extern "C" {
 #endif
 
 /* 1 (2026-12): the first version.
- * 2 (2026-12): batches: cyxla_execute_batch, and the batch sizes in cyxla_ProgramSpec. */
+ * 2 (2026-12): batches (cyxla_execute_batch, the batch sizes in cyxla_ProgramSpec), bound
+ *   calls (cyxla_bind, cyxla_call_bound, cyxla_unbind) and CYXLA_ERROR_BUSY. */
 #define CYXLA_ABI_VERSION 2
 #define CYXLA_ABI_OLDEST_COMPATIBLE 1
 #define CYXLA_CAPSULE_NAME "cyxla._core._C_API"
@@ -61,6 +62,7 @@ typedef enum cyxla_Status {
   CYXLA_ERROR_RELEASED = 3,         /* the spec was released or the executable freed */
   CYXLA_ERROR_PJRT = 4,             /* the plugin reported an error */
   CYXLA_ERROR_INTERNAL = 5,         /* out of memory or a bug in cyxla */
+  CYXLA_ERROR_BUSY = 6,             /* another thread is in a call of the same bound call */
 } cyxla_Status;
 
 /* Where a failing call explains itself. Pass NULL where the message is not wanted. */
@@ -143,12 +145,40 @@ typedef struct cyxla_Api {
    * them. Runs the smallest compiled size that holds the points, padded with copies of
    * the last point (whose results are dropped), and splits more points than the largest
    * size into calls of the largest size and one for the rest. n == 0 checks the
-   * arguments and runs nothing (inputs[i].data and outputs[j] may then be NULL). Allocates nothing on
-   * the heap for up to 16 inputs and 16 outputs, once a thread's scratch memory for the
-   * padding has grown to its largest size. cyxla_execute refuses a batched spec. */
+   * arguments and runs nothing (inputs[i].data and outputs[j] may then be NULL).
+   * Allocates nothing on the heap for up to 16 inputs and 16 outputs, once a thread's
+   * scratch memory for the padding has grown to its largest size. cyxla_execute and
+   * cyxla_bind refuse a batched spec. */
   cyxla_Status (*execute_batch)(const cyxla_ProgramSpec* spec, size_t n,
                                 const cyxla_Input* inputs, size_t num_inputs,
                                 void* const* outputs, size_t num_outputs, cyxla_Error* error);
+
+  /* Version 2: bound calls. A bound call is a program bound, once, to the caller's input
+   * and output memory: each call runs it on what the inputs hold at that moment and writes
+   * the outputs, with no argument to check or wrap (on the CPU its input buffers alias
+   * that memory and are made at bind time). The handle is never 0.
+   *   - Memory: inputs[i].data and outputs[j] must stay valid, and be used for nothing
+   *     else, until cyxla_unbind; cyxla cannot detect a free, and a call after one reads
+   *     and writes freed memory. Write inputs and read outputs only between calls.
+   *   - Alignment: on the CPU an input aligned to CYXLA_HOST_ALIGNMENT is read in place;
+   *     an unaligned one is copied into memory of the bound call's own on every call.
+   *   - Threads: any thread may call a bound call, one at a time: a call while another
+   *     thread is in one returns CYXLA_ERROR_BUSY and runs nothing. Bind once per thread
+   *     to run in parallel.
+   *   - Lifetime: a bound call holds its executable alive; releasing the spec it was bound
+   *     from, or the Python Executable, does not end it. After cyxla_unbind its handle
+   *     gets CYXLA_ERROR_RELEASED (a second unbind too). Unbinding waits for a call in
+   *     flight on another thread. */
+
+  /* Checks the arguments as execute does and binds them; stores the handle in `*bound`
+   * (0 on failure). */
+  cyxla_Status (*bind)(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                       size_t num_inputs, void* const* outputs, size_t num_outputs,
+                       uint64_t* bound, cyxla_Error* error);
+  /* Runs the bound call. Allocates nothing of cyxla's own. */
+  cyxla_Status (*call_bound)(uint64_t bound, cyxla_Error* error);
+  /* Ends the bound call; CYXLA_ERROR_RELEASED for one that was unbound already. */
+  cyxla_Status (*unbind)(uint64_t bound, cyxla_Error* error);
 } cyxla_Api;
 
 #ifdef __cplusplus
@@ -256,6 +286,24 @@ static inline cyxla_Status cyxla_execute_batch(const cyxla_ProgramSpec* spec, si
   return api != NULL
              ? api->execute_batch(spec, n, inputs, num_inputs, outputs, num_outputs, error)
              : cyxla_not_imported(error);
+}
+
+static inline cyxla_Status cyxla_bind(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                                      size_t num_inputs, void* const* outputs,
+                                      size_t num_outputs, uint64_t* bound, cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->bind(spec, inputs, num_inputs, outputs, num_outputs, bound, error)
+                     : cyxla_not_imported(error);
+}
+
+static inline cyxla_Status cyxla_call_bound(uint64_t bound, cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->call_bound(bound, error) : cyxla_not_imported(error);
+}
+
+static inline cyxla_Status cyxla_unbind(uint64_t bound, cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->unbind(bound, error) : cyxla_not_imported(error);
 }
 
 #endif /* PY_VERSION_HEX */

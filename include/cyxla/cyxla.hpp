@@ -6,6 +6,8 @@
 //   cyxla::native::HostArray x(program.input_bytes(0));
 //   ... fill x.data() ...
 //   program.execute({x.input(program.input_type(0))}, {y.data()});   // any thread, no GIL
+//   cyxla::native::BoundCall bound(program, {x.input(program.input_type(0))}, {y.data()});
+//   bound.call();                                   // the same, on what x holds now
 //
 // A batched executable (cyxla.compile_batched) evaluates n points in one call:
 //   program.execute_batch(n, {xs.input(program.input_type(0))}, {ys.data()});
@@ -184,6 +186,50 @@ class Program {
   }
 
   cyxla_ProgramSpec spec_{};
+};
+
+/// A program bound to the caller's memory (cyxla_bind), unbound on destruction. `call()`
+/// runs it on what the inputs hold now: one thread at a time (any thread). The memory must
+/// outlive the BoundCall; the BoundCall holds the executable alive, not the Program.
+class BoundCall {
+ public:
+  BoundCall(const Program& program, std::span<const cyxla_Input> inputs,
+            std::span<void* const> outputs) {
+    cyxla_Error error{};
+    if (cyxla_bind(&program.spec(), inputs.data(), inputs.size(), outputs.data(),
+                   outputs.size(), &handle_, &error) != CYXLA_OK) {
+      throw Error(error);
+    }
+  }
+  BoundCall(const Program& program, std::initializer_list<cyxla_Input> inputs,
+            std::initializer_list<void*> outputs)
+      : BoundCall(program, std::span(inputs.begin(), inputs.size()),
+                  std::span(outputs.begin(), outputs.size())) {}
+  BoundCall(BoundCall&& other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
+  BoundCall& operator=(BoundCall&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  BoundCall(const BoundCall&) = delete;
+  BoundCall& operator=(const BoundCall&) = delete;
+  ~BoundCall() {
+    if (handle_ != 0) cyxla_unbind(handle_, nullptr);
+  }
+
+  /// Runs the program; throws cyxla::native::Error on failure (CYXLA_ERROR_BUSY while
+  /// another thread is in a call of it).
+  void call() const {
+    cyxla_Error error{};
+    if (try_call(&error) != CYXLA_OK) throw Error(error);
+  }
+  /// Runs the program; reports failure as a status (and `error`, if given) instead.
+  cyxla_Status try_call(cyxla_Error* error = nullptr) const noexcept {
+    return cyxla_call_bound(handle_, error);
+  }
+  uint64_t handle() const noexcept { return handle_; }
+
+ private:
+  uint64_t handle_ = 0;
 };
 
 }  // namespace cyxla::native

@@ -8,12 +8,14 @@ from cyxla._backend import LoadedPlugin, initialize
 from cyxla._batched_executable import BatchedExecutable, compile_batched
 from cyxla._batched_lowering import lower_batched
 from cyxla._batched_program import BatchedProgram
+from cyxla._bound import BoundCall
 from cyxla._cache.keys import cache_key, library_identity
 from cyxla._cache.programs import load_lowered, store_lowered
 from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
 from cyxla._dtypes import SUPPORTED_DTYPES, ElementType
 from cyxla._errors import (
     AbiVersionError,
+    BusyError,
     CompileError,
     DtypeError,
     InvalidArgumentError,
@@ -45,6 +47,8 @@ __all__ = [
     "AbiVersionError",
     "BatchedExecutable",
     "BatchedProgram",
+    "BoundCall",
+    "BusyError",
     "CompileError",
     "CompileStatistics",
     "DtypeError",

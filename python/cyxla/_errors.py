@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "AbiVersionError",
+    "BusyError",
     "CompileError",
     "DtypeError",
     "InvalidArgumentError",
@@ -85,6 +86,10 @@ def _program_file_error(message: str, reason: str) -> ProgramFileError:
 
 class DtypeError(TypeError):
     """An argument's dtype cannot be converted to the one the program takes."""
+
+
+class BusyError(RuntimeError):
+    """A bound call was called while another thread was in a call of it."""
 
 
 class AbiVersionError(ImportError):

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from cyxla import _backend, _core
+from cyxla._bound import BoundCall
 from cyxla._cache import executables
 from cyxla._compile_options import compile_options as _compile_options
 from cyxla._errors import DtypeError, InvalidArgumentError
@@ -18,6 +19,7 @@ from cyxla._ffi import checks
 from cyxla._program import (
     Program,
     TensorSpec,
+    donated_outputs,
     encode_specs,
     input_mismatch,
     output_mismatch,
@@ -132,6 +134,20 @@ class Executable:
                 o if d is None else o.view(d) for o, d in zip(outputs, self._views, strict=True)
             )
         return tuple(outputs)
+
+    def bind(
+        self, inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None
+    ) -> BoundCall:
+        """Binds the program to `inputs` and `outputs`, for calls that take no arguments.
+
+        Each is a sequence of NumPy arrays, one per input (output), of exactly its shape and
+        dtype, C-contiguous (outputs writeable): nothing is converted, since the program
+        reads the arrays' memory itself on every call. None makes new zeroed arrays, aligned
+        so that the CPU plugin reads them in place. Write into `bound.inputs`, call
+        `bound()`, read `bound.outputs`. A wrong count or shape raises InvalidArgumentError,
+        a wrong dtype DtypeError, anything but arrays TypeError, naming the argument.
+        """
+        return BoundCall(self._native, (self.inputs, self.outputs), inputs, outputs)
 
     def _carriers_of(self, out: Any) -> list[np.ndarray]:
         """The arrays of `out`, checked against the outputs, as the core writes them."""
@@ -248,14 +264,15 @@ def compile_program(
     loaded = _backend.loaded()
     assert loaded is not None, "runtime_for loads the plugin"
     specs = encode_specs(program.inputs)
+    donated = list(donated_outputs(program))
     compile_options = _compile_options(options)
-    cached = executables.load(program, loaded, compile_options, specs)
+    cached = executables.load(program, loaded, compile_options, specs, donated)
     if cached.native is not None:
         statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
         return Executable(cached.native, program), statistics
     start = time.perf_counter()
     with checks.explain_compile_errors():
-        native = runtime.compile(program.stablehlo, compile_options, specs)
+        native = runtime.compile(program.stablehlo, compile_options, specs, donated)
     seconds = time.perf_counter() - start
     _check_outputs(native, program)
     _check_inputs(program)

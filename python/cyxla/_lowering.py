@@ -148,8 +148,17 @@ def _warn_narrowed(
 _JAX_TRUNCATION_WARNING = r"Explicitly requested dtype \S+ requested in"
 
 
-def _keeping_every_argument(fn: Callable[..., Any]) -> Any:
-    """`fn` jitted so that the program takes every argument, used or not.
+#: Outputs of at least this many bytes are written in place on the CPU: the plugin's
+#: own result buffer (an allocation of that size and its page faults) and the copy out of
+#: it cost more than the extra donated parameter (about 1 us a call). Measured on x * 2 + 1
+#: (in place against copied, 31 interleaved rounds): 1.15x at 4 KiB, 1.04x at 16 KiB,
+#: 0.93x at 64 KiB, 0.61x at 256 KiB.
+IN_PLACE_MIN_BYTES = 1 << 16
+
+
+def _keeping_every_argument(fn: Callable[..., Any], arguments: int, donors: int = 0) -> Any:
+    """`fn` jitted so that the program takes every one of its `arguments`, used or not,
+    and `donors` more that it ignores, donated (each aliases the output of its spec: see `_donors`).
 
     The program's signature is the specs the caller gave: native callers pass the inputs
     they declared. A fresh `jax.jit(..., keep_unused=True)` around `fn` keeps them even
@@ -159,19 +168,28 @@ def _keeping_every_argument(fn: Callable[..., Any]) -> Any:
 
     @functools.wraps(fn)
     def call(*args: Any) -> Any:
-        return fn(*args)
+        return fn(*args[: len(args) - donors])
 
-    return jax.jit(call, keep_unused=True)
+    if donors:
+        del call.__wrapped__  # JAX would check the donated positions against fn's signature
+    donated = tuple(range(arguments, arguments + donors))
+    return jax.jit(call, keep_unused=True, donate_argnums=donated)
 
 
 def _export(
-    fn: Callable[..., Any], arguments: list[Any], platform: str, trusted: Iterable[str]
+    fn: Callable[..., Any],
+    arguments: list[Any],
+    platform: str,
+    trusted: Iterable[str],
+    donors: Sequence[Any] = (),
 ) -> Any:
     """`jax.export` of `fn` at `arguments` for `platform`, trusting the custom calls
-    `trusted`; its refusals of host callbacks and unnamed custom calls explained."""
+    `trusted`, with the donated parameters `donors` (specs) after the arguments; its
+    refusals of host callbacks and unnamed custom calls explained."""
     name = getattr(fn, "__name__", "the function")
     checks_off = [jax.export.DisabledSafetyCheck.custom_call(t) for t in sorted(trusted)]
-    jitted = _keeping_every_argument(fn)
+    jitted = _keeping_every_argument(fn, len(arguments), len(donors))
+    arguments = [*arguments, *donors]
     try:
         with warnings.catch_warnings():
             # JAX 0.11 warns per leaf when 64-bit mode truncates a spec; `_warn_narrowed`
@@ -210,13 +228,16 @@ def _check_exported(exported: Any, name: str) -> None:
         )
 
 
-def _program(exported: Any, text: str, target: str, platform: str, name: str) -> Program:
-    """The Program of an export whose checked StableHLO is `text`, serialized at `target`."""
+def _program(
+    exported: Any, text: str, target: str, platform: str, name: str, inputs: int
+) -> Program:
+    """The Program of an export whose checked StableHLO is `text`, serialized at `target`;
+    its first `inputs` parameters are the caller's (the rest are donated outputs)."""
     return Program(
         stablehlo=_stablehlo.serialize(text, target),
         stablehlo_version=target,
         platform=platform,
-        inputs=_specs(exported.in_avals, "input"),
+        inputs=_specs(exported.in_avals[:inputs], "input"),
         outputs=_specs(exported.out_avals, "output"),
         custom_calls=tuple(sorted({t for t, _ in _stablehlo.custom_calls_of(text)})),
         name=name,
@@ -262,9 +283,32 @@ def lower(
     platform = choose_platform(leaves)
     target = stablehlo_target(platform)
     trusted = {*targets, *checks.trusted_targets(platform)}
-    exported = _export(fn, jax.tree.unflatten(tree, specs), platform, trusted)
+    arguments = jax.tree.unflatten(tree, specs)
+    exported = _export(fn, arguments, platform, trusted)
     _check_exported(exported, name)
     _warn_narrowed(name, _argument_paths(args), specs, exported.in_avals)
+    donors = _donors(exported, platform)
+    if donors:
+        exported = _export(fn, arguments, platform, trusted, donors)
+        _check_exported(exported, name)
     text = _stablehlo.without_locations(exported.mlir_module())
     checks.check_lowered(text, name, platform)
-    return _program(exported, text, target, platform, getattr(fn, "__name__", "program"))
+    return _program(
+        exported, text, target, platform, getattr(fn, "__name__", "program"), len(leaves)
+    )
+
+
+def _donors(exported: Any, platform: str) -> list[jax.ShapeDtypeStruct]:
+    """One spec per output that the program should write in place, in output order: on
+    the CPU (where the plugin aliases host memory), outputs of IN_PLACE_MIN_BYTES or more.
+    JAX aliases each donated parameter to the first output of its spec not yet aliased,
+    so the donors, in output order, alias exactly these outputs (the core reads the
+    aliasing back from the program: `donated_outputs`)."""
+    if platform != "cpu":
+        return []
+    donors = []
+    for aval in exported.out_avals:
+        dtype = _carried_dtype(aval.dtype)  # None: refused by `_program` with its message
+        if dtype is not None and aval.size * dtype.itemsize >= IN_PLACE_MIN_BYTES:
+            donors.append(jax.ShapeDtypeStruct(aval.shape, dtype))
+    return donors

@@ -27,6 +27,7 @@ __all__ = [
     "SpecRecords",
     "TensorSpec",
     "decode_specs",
+    "donated_outputs",
     "encode_specs",
     "input_mismatch",
     "load_program",
@@ -179,6 +180,45 @@ def _main_parameters(module: Any) -> list[Any]:
     return []
 
 
+#: The attribute with which a parameter of `main` says which output it is donated to.
+ALIASING_ATTRIBUTE = "tf.aliasing_output"
+
+
+def _main_aliases(module: Any) -> list[int | None]:
+    """Per parameter of the `main` function of an MLIR module, the output it aliases."""
+    for op in module.body.operations:
+        if ir.StringAttr(op.attributes["sym_name"]).value != "main":
+            continue
+        if "arg_attrs" not in op.attributes:
+            return []
+        aliases: list[int | None] = []
+        for attributes in ir.ArrayAttr(op.attributes["arg_attrs"]):
+            dictionary = ir.DictAttr(attributes)
+            aliases.append(
+                ir.IntegerAttr(dictionary[ALIASING_ATTRIBUTE]).value
+                if ALIASING_ATTRIBUTE in dictionary
+                else None
+            )
+        return aliases
+    return []
+
+
+def donated_outputs(program: Program) -> tuple[int, ...]:
+    """The outputs the program writes into parameters of its own, in order: the
+    parameters after `program.inputs` that `lower` adds for large outputs, each donated
+    to (aliasing) one output, so that the result is written into the caller's memory.
+    Empty when there are none, or when this jaxlib cannot read the StableHLO."""
+    with mlir.make_ir_context():
+        try:
+            module = _jax.mlir.deserialize_portable_artifact(program.stablehlo)
+        except Exception:  # jaxlib raises its own error types for unreadable bytecode
+            return ()
+        extra = _main_aliases(module)[len(program.inputs) :]
+    if any(alias is None for alias in extra):
+        return ()  # not parameters `lower` added: input_mismatch reports them
+    return tuple(int(alias) for alias in extra if alias is not None)
+
+
 def input_mismatch(program: Program) -> str | None:
     """How `program.inputs` differ from the parameters of the `main` function of its
     StableHLO (what the compiled executable takes), or None when they are the same.
@@ -193,11 +233,16 @@ def input_mismatch(program: Program) -> str | None:
         except Exception:  # jaxlib raises its own error types for unreadable bytecode
             return None
         parameters = _main_parameters(module)
+        aliases = _main_aliases(module)[len(program.inputs) :]
+        donated = [
+            program.outputs[a] for a in aliases if a is not None and a < len(program.outputs)
+        ]
         wanted = [
             ir.RankedTensorType.get(
                 list(s.shape), mlir.dtype_to_ir_type(s.dtype), loc=ir.Location.unknown()
             )
-            for s in program.inputs
+            # After the inputs, one parameter per output written in place, of its spec.
+            for s in [*program.inputs, *donated]
         ]
         if len(parameters) != len(wanted):
             return (
@@ -205,7 +250,7 @@ def input_mismatch(program: Program) -> str | None:
                 f"function takes {len(parameters)}: {', '.join(map(str, parameters))}"
             )
         for index, (spec, parameter, expected) in enumerate(
-            zip(program.inputs, parameters, wanted, strict=True)
+            zip([*program.inputs, *donated], parameters, wanted, strict=True)
         ):
             if parameter != expected:
                 return (

@@ -22,6 +22,7 @@ cdef extern from "cyxla/cyxla.h" nogil:
         ERROR_RELEASED "CYXLA_ERROR_RELEASED"
         ERROR_PJRT "CYXLA_ERROR_PJRT"
         ERROR_INTERNAL "CYXLA_ERROR_INTERNAL"
+        ERROR_BUSY "CYXLA_ERROR_BUSY"
 
     ctypedef struct Error "cyxla_Error":
         Status status
@@ -59,6 +60,11 @@ cdef extern from "cyxla/cyxla.h" nogil:
     Status execute_batch "cyxla_execute_batch"(
         const ProgramSpec* spec, size_t n, const Input* inputs, size_t num_inputs,
         void* const* outputs, size_t num_outputs, Error* error)
+    Status bind "cyxla_bind"(
+        const ProgramSpec* spec, const Input* inputs, size_t num_inputs,
+        void* const* outputs, size_t num_outputs, uint64_t* bound, Error* error)
+    Status call_bound "cyxla_call_bound"(uint64_t bound, Error* error)
+    Status unbind "cyxla_unbind"(uint64_t bound, Error* error)
 
 
 cdef extern from "cyxla/cyxla.h":

@@ -54,6 +54,11 @@ Entry::Entry(std::shared_ptr<const BatchedExecutable> batched_executable)
   describe(batched->outputs(), output_types, output_ranks, output_dims);
 }
 
+Entry::Entry(std::shared_ptr<const Executable> exe, std::unique_ptr<BoundCall> bound_call)
+    : Entry(std::move(exe)) {
+  bound = std::move(bound_call);
+}
+
 Registry& Registry::instance() {
   static Registry registry;
   return registry;
@@ -72,6 +77,11 @@ uint64_t Registry::add(std::shared_ptr<const Executable> executable, const Entry
 uint64_t Registry::add(std::shared_ptr<const BatchedExecutable> batched,
                        const Entry** entry_out) {
   return add(std::make_unique<Entry>(std::move(batched)), entry_out);
+}
+
+uint64_t Registry::add(std::unique_ptr<BoundCall> bound_call) {
+  std::shared_ptr<const Executable> executable = bound_call->shared_executable();
+  return add(std::make_unique<Entry>(std::move(executable), std::move(bound_call)), nullptr);
 }
 
 uint64_t Registry::add(std::unique_ptr<Entry> entry, const Entry** entry_out) {
@@ -115,16 +125,16 @@ const Entry* Registry::acquire(uint64_t handle) noexcept {
   return s->entry.get();
 }
 
-void Registry::release(uint64_t handle) noexcept {
-  if (handle == 0) return;
+bool Registry::release(uint64_t handle) noexcept {
+  if (handle == 0) return false;
   Slot* s = nullptr;
   {
     std::lock_guard lock(mutex_);
     s = slot(index_of(handle));
     if (s == nullptr || s->generation.load() != generation_of(handle) || s->references == 0) {
-      return;
+      return false;
     }
-    if (--s->references != 0) return;
+    if (--s->references != 0) return true;
     // New calls now fail their generation check, and acquire() sees no references. The
     // slot is not on the free list yet, so nothing else touches it until it is put back.
     s->generation.fetch_add(1);
@@ -137,6 +147,7 @@ void Registry::release(uint64_t handle) noexcept {
   const std::unique_ptr<Entry> dead = std::move(s->entry);  // freed once the lock is dropped
   std::lock_guard lock(mutex_);
   free_.push_back(static_cast<uint32_t>(index_of(handle)));
+  return true;
 }
 
 Registry::Use Registry::use(uint64_t handle) noexcept {

@@ -12,17 +12,21 @@
 
 #include "cyxla/element_type.h"
 #include "runtime/batched_executable.hpp"
+#include "runtime/bound_call.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla::abi {
 
-/// An executable as native callers see it: the ProgramSpec arrays, built once.
-/// An entry holds either an executable or a batched one (described by one point).
+/// An executable as native callers see it: the ProgramSpec arrays, built once. An entry
+/// holds an executable, a batched one (described by one point), or a bound call and the
+/// executable it runs.
 struct Entry {
   explicit Entry(std::shared_ptr<const Executable> executable);
   explicit Entry(std::shared_ptr<const BatchedExecutable> batched);
+  Entry(std::shared_ptr<const Executable> executable, std::unique_ptr<BoundCall> bound_call);
 
   std::shared_ptr<const Executable> executable;  // null for a batched one
+  std::unique_ptr<BoundCall> bound;              // null but for a bound call's handle
   std::vector<PJRT_Buffer_Type> input_types, output_types;
   std::vector<size_t> input_ranks, output_ranks;
   std::vector<const int64_t*> input_dims, output_dims;
@@ -40,13 +44,15 @@ class Registry {
   /// entry in `*entry` when given (valid until that reference is released).
   uint64_t add(std::shared_ptr<const Executable> executable, const Entry** entry = nullptr);
   uint64_t add(std::shared_ptr<const BatchedExecutable> batched, const Entry** entry = nullptr);
+  /// Registers a bound call (its entry holds its executable too), with one reference.
+  uint64_t add(std::unique_ptr<BoundCall> bound_call);
   /// Adds a reference to a live handle; the entry stays valid until the matching release.
   /// Null when the handle was released or never existed.
   const Entry* acquire(uint64_t handle) noexcept;
   /// Drops a reference. At the last one the handle dies, in-flight calls finish, and the
   /// executable is freed. Unknown or dead handles are ignored. Allocates nothing: add()
-  /// reserved room in the free list for every slot.
-  void release(uint64_t handle) noexcept;
+  /// reserved room in the free list for every slot. Returns whether the handle was live.
+  bool release(uint64_t handle) noexcept;
 
   /// Marks a call in flight on `handle` for the scope of the object (the hot path: two
   /// atomic loads and an increment, no lock).

@@ -11,9 +11,11 @@
 #include <memory>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "abi/registry.hpp"
 #include "common/error.hpp"
+#include "runtime/bound_call.hpp"
 #include "runtime/element_type.hpp"
 #include "runtime/host_memory.hpp"
 #include "runtime/small_array.hpp"
@@ -145,64 +147,90 @@ void release_spec(cyxla_ProgramSpec* spec) noexcept {
   spec->executable = 0;
 }
 
+/// A spec that execute or bind can read: not NULL, with a struct_size they know.
+cyxla_Status check_spec(const char* function, const cyxla_ProgramSpec* spec,
+                        cyxla_Error* error) noexcept {
+  if (spec == nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "%s: spec is NULL", function);
+  }
+  if (spec->struct_size < kSpecSize) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "%s: spec->struct_size is %zu, set it to sizeof(cyxla_ProgramSpec) "
+                "(at least %zu)",
+                function, spec->struct_size, kSpecSize);
+  }
+  return CYXLA_OK;
+}
+
+[[gnu::cold]] cyxla_Status fail_released(const char* function, const cyxla_ProgramSpec* spec,
+                                         cyxla_Error* error) noexcept {
+  return fail(error, CYXLA_ERROR_RELEASED,
+              "%s: the spec was released or its executable freed (handle %llu)", function,
+              static_cast<unsigned long long>(spec->executable));
+}
+
+/// The checks of execute and bind: the counts, each input's type, size and data, each
+/// output's pointer. Stores the inputs' data pointers in `data` (room for one per input).
+cyxla_Status check_arguments(const char* function, const Entry& e, const cyxla_Input* inputs,
+                             size_t num_inputs, void* const* outputs, size_t num_outputs,
+                             const void** data, cyxla_Error* error) noexcept {
+  const size_t n_in = e.input_types.size();
+  const size_t n_out = e.output_types.size();
+  if (num_inputs != n_in || num_outputs != n_out) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "%s: the program takes %zu inputs and %zu outputs, given %zu and %zu", function,
+                n_in, n_out, num_inputs, num_outputs);
+  }
+  if ((n_in != 0 && inputs == nullptr) || (n_out != 0 && outputs == nullptr)) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "%s: inputs or outputs is NULL", function);
+  }
+  for (size_t i = 0; i < n_in; ++i) {
+    const cyxla_Input& input = inputs[i];
+    if (input.type != e.input_types[i]) {
+      return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
+                  "%s: input %zu has element type %s, the program takes %s", function, i,
+                  element_type_name(input.type).data(),
+                  element_type_name(e.input_types[i]).data());
+    }
+    if (input.nbytes != e.input_bytes[i]) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                  "%s: input %zu has %zu bytes, the program takes %zu", function, i, input.nbytes,
+                  e.input_bytes[i]);
+    }
+    if (input.data == nullptr && input.nbytes != 0) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "%s: input %zu has NULL data", function,
+                  i);
+    }
+    data[i] = input.data;
+  }
+  for (size_t j = 0; j < n_out; ++j) {
+    if (outputs[j] == nullptr && e.output_bytes[j] != 0) {
+      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "%s: output %zu is NULL", function, j);
+    }
+  }
+  return CYXLA_OK;
+}
+
 /// execute's checks and call; may throw (std::bad_alloc from SmallArray past its inline
 /// capacity, cyxla::Error from the core), which execute() catches.
 cyxla_Status checked_execute(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
                              size_t num_inputs, void* const* outputs, size_t num_outputs,
                              cyxla_Error* error) {
-  if (spec == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: spec is NULL");
-  if (spec->struct_size < kSpecSize) {
-    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
-                "execute: spec->struct_size is %zu, set it to sizeof(cyxla_ProgramSpec) "
-                "(at least %zu)",
-                spec->struct_size, kSpecSize);
-  }
+  const cyxla_Status usable = check_spec("execute", spec, error);
+  if (usable != CYXLA_OK) return usable;
   Registry::Use use = Registry::instance().use(spec->executable);
   const Entry* e = use.entry();
-  if (e == nullptr) {
-    return fail(error, CYXLA_ERROR_RELEASED,
-                "execute: the spec was released or its executable freed (handle %llu)",
-                static_cast<unsigned long long>(spec->executable));
-  }
+  if (e == nullptr) return fail_released("execute", spec, error);
   if (e->batched != nullptr) {
     return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
                 "execute: the spec is of a batched executable: call execute_batch");
   }
   const size_t n_in = e->input_types.size();
-  const size_t n_out = e->output_types.size();
-  if (num_inputs != n_in || num_outputs != n_out) {
-    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
-                "execute: the program takes %zu inputs and %zu outputs, given %zu and %zu", n_in,
-                n_out, num_inputs, num_outputs);
-  }
-  if ((n_in != 0 && inputs == nullptr) || (n_out != 0 && outputs == nullptr)) {
-    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: inputs or outputs is NULL");
-  }
   SmallArray<const void*> data(n_in);
-  for (size_t i = 0; i < n_in; ++i) {
-    const cyxla_Input& input = inputs[i];
-    if (input.type != e->input_types[i]) {
-      return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
-                  "execute: input %zu has element type %s, the program takes %s", i,
-                  element_type_name(input.type).data(),
-                  element_type_name(e->input_types[i]).data());
-    }
-    if (input.nbytes != e->input_bytes[i]) {
-      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
-                  "execute: input %zu has %zu bytes, the program takes %zu", i, input.nbytes,
-                  e->input_bytes[i]);
-    }
-    if (input.data == nullptr && input.nbytes != 0) {
-      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: input %zu has NULL data", i);
-    }
-    data[i] = input.data;
-  }
-  for (size_t j = 0; j < n_out; ++j) {
-    if (outputs[j] == nullptr && e->output_bytes[j] != 0) {
-      return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute: output %zu is NULL", j);
-    }
-  }
-  e->executable->execute({data.data(), n_in}, {outputs, n_out});
+  const cyxla_Status checked =
+      check_arguments("execute", *e, inputs, num_inputs, outputs, num_outputs, data.data(), error);
+  if (checked != CYXLA_OK) return checked;
+  e->executable->execute({data.data(), n_in}, {outputs, num_outputs});
   return succeed(error);
 }
 
@@ -221,22 +249,11 @@ cyxla_Status checked_execute_batch(const cyxla_ProgramSpec* spec, size_t n,
                                    const cyxla_Input* inputs, size_t num_inputs,
                                    void* const* outputs, size_t num_outputs,
                                    cyxla_Error* error) {
-  if (spec == nullptr) {
-    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "execute_batch: spec is NULL");
-  }
-  if (spec->struct_size < kSpecSize) {
-    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
-                "execute_batch: spec->struct_size is %zu, set it to sizeof(cyxla_ProgramSpec) "
-                "(at least %zu)",
-                spec->struct_size, kSpecSize);
-  }
+  const cyxla_Status usable = check_spec("execute_batch", spec, error);
+  if (usable != CYXLA_OK) return usable;
   Registry::Use use = Registry::instance().use(spec->executable);
   const Entry* e = use.entry();
-  if (e == nullptr) {
-    return fail(error, CYXLA_ERROR_RELEASED,
-                "execute_batch: the spec was released or its executable freed (handle %llu)",
-                static_cast<unsigned long long>(spec->executable));
-  }
+  if (e == nullptr) return fail_released("execute_batch", spec, error);
   if (e->batched == nullptr) {
     return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
                 "execute_batch: the spec is of an executable that is not batched: compile "
@@ -304,6 +321,94 @@ cyxla_Status execute_batch(const cyxla_ProgramSpec* spec, size_t n, const cyxla_
   }
 }
 
+/// bind's checks and binding; may throw (std::bad_alloc, cyxla::Error from the plugin),
+/// which bind() catches.
+cyxla_Status checked_bind(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs,
+                          size_t num_inputs, void* const* outputs, size_t num_outputs,
+                          uint64_t* bound, cyxla_Error* error) {
+  if (bound == nullptr) return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "bind: bound is NULL");
+  *bound = 0;
+  const cyxla_Status usable = check_spec("bind", spec, error);
+  if (usable != CYXLA_OK) return usable;
+  Registry& registry = Registry::instance();
+  Registry::Use use = registry.use(spec->executable);
+  const Entry* e = use.entry();
+  if (e == nullptr) return fail_released("bind", spec, error);
+  if (e->batched != nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "bind: the spec is of a batched executable, which cannot be bound: call "
+                "execute_batch");
+  }
+  const size_t n_in = e->input_types.size();
+  std::vector<const void*> data(n_in);
+  const cyxla_Status checked =
+      check_arguments("bind", *e, inputs, num_inputs, outputs, num_outputs, data.data(), error);
+  if (checked != CYXLA_OK) return checked;
+  *bound = registry.add(
+      std::make_unique<BoundCall>(e->executable, data, std::span(outputs, num_outputs)));
+  return succeed(error);
+}
+
+cyxla_Status bind(const cyxla_ProgramSpec* spec, const cyxla_Input* inputs, size_t num_inputs,
+                  void* const* outputs, size_t num_outputs, uint64_t* bound,
+                  cyxla_Error* error) noexcept {
+  try {
+    return checked_bind(spec, inputs, num_inputs, outputs, num_outputs, bound, error);
+  } catch (...) {
+    return fail_with_current_exception(error, "bind");
+  }
+}
+
+/// Whether `e`, the entry of the handle `bound`, is a live bound call; a status and
+/// `error` filled when it is not.
+cyxla_Status check_bound(const char* function, const Entry* e, uint64_t bound,
+                         cyxla_Error* error) noexcept {
+  if (e == nullptr) {
+    return fail(error, CYXLA_ERROR_RELEASED,
+                "%s: no bound call has the handle %llu (it was unbound, or the handle is not "
+                "one from bind)",
+                function, static_cast<unsigned long long>(bound));
+  }
+  if (e->bound == nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "%s: the handle %llu is an executable's, not a bound call's", function,
+                static_cast<unsigned long long>(bound));
+  }
+  return CYXLA_OK;
+}
+
+cyxla_Status call_bound(uint64_t bound, cyxla_Error* error) noexcept {
+  try {
+    Registry::Use use = Registry::instance().use(bound);
+    const cyxla_Status live = check_bound("call_bound", use.entry(), bound, error);
+    if (live != CYXLA_OK) return live;
+    if (!use.entry()->bound->call()) {
+      return fail(error, CYXLA_ERROR_BUSY,
+                  "call_bound: another thread is in a call of the bound call %llu (one thread "
+                  "at a time: bind once per thread)",
+                  static_cast<unsigned long long>(bound));
+    }
+    return succeed(error);
+  } catch (...) {
+    return fail_with_current_exception(error, "call_bound");
+  }
+}
+
+cyxla_Status unbind(uint64_t bound, cyxla_Error* error) noexcept {
+  Registry& registry = Registry::instance();
+  {
+    Registry::Use use = registry.use(bound);
+    const cyxla_Status live = check_bound("unbind", use.entry(), bound, error);
+    if (live != CYXLA_OK) return live;
+  }
+  // Waits for a call in flight on another thread; a second unbind finds the handle dead.
+  if (!registry.release(bound)) {
+    return fail(error, CYXLA_ERROR_RELEASED, "unbind: the bound call %llu was unbound already",
+                static_cast<unsigned long long>(bound));
+  }
+  return succeed(error);
+}
+
 static_assert(CYXLA_HOST_ALIGNMENT == kHostAlignment, "cyxla.h promises the core's alignment");
 
 void* aligned_memory(size_t nbytes) noexcept { return allocate_aligned(nbytes); }
@@ -314,12 +419,24 @@ void free_aligned(void* pointer) noexcept { std::free(pointer); }
 static_assert(noexcept(get_spec(0, nullptr, nullptr)) && noexcept(release_spec(nullptr)) &&
               noexcept(execute(nullptr, nullptr, 0, nullptr, 0, nullptr)) &&
               noexcept(aligned_memory(0)) && noexcept(free_aligned(nullptr)) &&
-              noexcept(execute_batch(nullptr, 0, nullptr, 0, nullptr, 0, nullptr)));
+              noexcept(execute_batch(nullptr, 0, nullptr, 0, nullptr, 0, nullptr)) &&
+              noexcept(bind(nullptr, nullptr, 0, nullptr, 0, nullptr, nullptr)) &&
+              noexcept(call_bound(0, nullptr)) && noexcept(unbind(0, nullptr)));
 
 constexpr cyxla_Api kTable = {
-    sizeof(cyxla_Api), CYXLA_ABI_VERSION, CYXLA_ABI_OLDEST_COMPATIBLE, &get_spec, &release_spec,
-    &execute,          &aligned_memory,   &free_aligned,
+    sizeof(cyxla_Api),
+    CYXLA_ABI_VERSION,
+    CYXLA_ABI_OLDEST_COMPATIBLE,
+    &get_spec,
+    &release_spec,
+    &execute,
+    &aligned_memory,
+    &free_aligned,
+    // 2: batches, bound calls
     &execute_batch,
+    &bind,
+    &call_bound,
+    &unbind,
 };
 
 }  // namespace

@@ -352,6 +352,100 @@ std::vector<double> raw_pjrt_phases(uintptr_t api, uintptr_t client, uintptr_t d
   return raw_pjrt_run(api, client, device, executable, in, types, out, calls, true);
 }
 
+/// Seconds for `calls` calls of a bound call over `in` and `out`, in this thread, without
+/// the GIL (the bind itself is not timed).
+double bound_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
+                  const std::vector<HostArray>& out, size_t calls) {
+  cyxla::native::Program program(handle);
+  check_arrays(program, in, out);
+  std::vector<cyxla_Input> inputs = inputs_of(program, in);
+  std::vector<void*> outputs = outputs_of(out);
+  cyxla::native::BoundCall bound(program, inputs, outputs);
+  nb::gil_scoped_release release;
+  bound.call();  // warm
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls; ++n) bound.call();
+  return seconds_since(start);
+}
+
+/// The floor of a bound call: `calls` executions against the PJRT C API with the input
+/// buffers made once, before the loop (execute, await, read the outputs in place, destroy
+/// them), with no checks. Pointers as raw_pjrt_loop's.
+double raw_pjrt_resident_loop(uintptr_t api_address, uintptr_t client_address,
+                              uintptr_t device_address, uintptr_t executable_address,
+                              const std::vector<ReadOnlyArray>& in, const std::vector<int>& types,
+                              const std::vector<HostArray>& out, size_t calls) {
+  require(types.size() == in.size(), "types",
+          "one element type per input, given " + std::to_string(types.size()) + " for " +
+              std::to_string(in.size()) + " inputs");
+  const auto* api = reinterpret_cast<const PJRT_Api*>(api_address);
+  auto* client = reinterpret_cast<PJRT_Client*>(client_address);
+  auto* device = reinterpret_cast<PJRT_Device*>(device_address);
+  auto* executable = reinterpret_cast<PJRT_LoadedExecutable*>(executable_address);
+  std::vector<PJRT_Buffer*> args(in.size()), results(out.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::vector<int64_t> dims(in[i].shape_ptr(), in[i].shape_ptr() + in[i].ndim());
+    PJRT_Client_BufferFromHostBuffer_Args b{};
+    b.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
+    b.client = client;
+    b.data = in[i].data();
+    b.type = static_cast<PJRT_Buffer_Type>(types[i]);
+    b.dims = dims.data();
+    b.num_dims = dims.size();
+    b.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
+    b.device = device;
+    api->PJRT_Client_BufferFromHostBuffer(&b);
+    if (b.done_with_host_buffer != nullptr) {
+      PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr,
+                                b.done_with_host_buffer};
+      api->PJRT_Event_Destroy(&d);
+    }
+    args[i] = b.buffer;
+  }
+  nb::gil_scoped_release release;
+  auto one_call = [&] {
+    PJRT_ExecuteOptions options{};
+    options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+    PJRT_Buffer* const* argument_list = args.data();
+    PJRT_Buffer** output_list = results.data();
+    PJRT_Event* done = nullptr;
+    PJRT_LoadedExecutable_Execute_Args e{};
+    e.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+    e.executable = executable;
+    e.options = &options;
+    e.argument_lists = &argument_list;
+    e.num_devices = 1;
+    e.num_args = args.size();
+    e.output_lists = &output_list;
+    e.device_complete_events = &done;
+    api->PJRT_LoadedExecutable_Execute(&e);
+    if (done != nullptr) {
+      PJRT_Event_Await_Args a{PJRT_Event_Await_Args_STRUCT_SIZE, nullptr, done};
+      api->PJRT_Event_Await(&a);
+      PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr, done};
+      api->PJRT_Event_Destroy(&d);
+    }
+    for (size_t j = 0; j < results.size(); ++j) {
+      PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{
+          PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, nullptr, results[j],
+          nullptr};
+      api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&p);
+      std::memcpy(out[j].data(), p.device_memory_ptr, out[j].nbytes());
+      PJRT_Buffer_Destroy_Args d{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, results[j]};
+      api->PJRT_Buffer_Destroy(&d);
+    }
+  };
+  one_call();  // warm
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls; ++n) one_call();
+  const double seconds = seconds_since(start);
+  for (PJRT_Buffer* b : args) {
+    PJRT_Buffer_Destroy_Args d{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, b};
+    api->PJRT_Buffer_Destroy(&d);
+  }
+  return seconds;
+}
+
 }  // namespace
 
 NB_MODULE(_benchmark, m) {
@@ -368,6 +462,9 @@ NB_MODULE(_benchmark, m) {
         "threads"_a);
   m.def("raw_pjrt_loop", &raw_pjrt_loop, "api"_a, "client"_a, "device"_a, "executable"_a,
         "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
+  m.def("bound_loop", &bound_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a);
+  m.def("raw_pjrt_resident_loop", &raw_pjrt_resident_loop, "api"_a, "client"_a, "device"_a,
+        "executable"_a, "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
   m.def("raw_pjrt_phases", &raw_pjrt_phases, "api"_a, "client"_a, "device"_a, "executable"_a,
         "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "runtime/small_array.hpp"
@@ -120,6 +121,91 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
   nb::gil_scoped_release release;
   executable.execute({in_data.data(), n_in}, {out_data.data(), n_out});
   return true;
+}
+
+struct HeldViews {
+  std::vector<std::unique_ptr<BufferView>> held;
+
+  /// A view of `object` that matches `spec`, held until the BoundBuffers dies.
+  void* take(nb::handle object, bool writable, const TensorSpec& spec, size_t bytes,
+             const std::string& where) {
+    auto view = std::make_unique<BufferView>();
+    if (!view->acquire(object, writable) || !view->matches(spec, bytes, true)) {
+      throw Error(ErrorKind::InvalidArgument,
+                  "bind: " + where + " must be a " + (writable ? "writable " : "") +
+                      "C-contiguous array of " + spec.to_string());
+    }
+    held.push_back(std::move(view));
+    return held.back()->data();
+  }
+};
+
+std::vector<bool> writes_in_place(const Executable& executable, nb::handle inputs,
+                                  nb::handle outputs) {
+  const size_t n_out = executable.outputs().size();
+  if (nb::len(nb::borrow<nb::sequence>(outputs)) != n_out) {
+    throw Error(ErrorKind::InvalidArgument, "_writes_in_place: one array per output");
+  }
+  // Views held for the call, checked as bind checks them.
+  HeldViews views;
+  std::vector<const void*> in_data;
+  std::vector<void*> out_data;
+  nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
+  if (nb::len(in_seq) != executable.inputs().size()) {
+    throw Error(ErrorKind::InvalidArgument, "_writes_in_place: one array per input");
+  }
+  for (size_t i = 0; i < executable.inputs().size(); ++i) {
+    in_data.push_back(views.take(in_seq[i], false, executable.inputs()[i],
+                                 executable.input_bytes()[i], "inputs[" + std::to_string(i) + "]"));
+  }
+  nb::sequence out_seq = nb::borrow<nb::sequence>(outputs);
+  for (size_t j = 0; j < n_out; ++j) {
+    out_data.push_back(views.take(out_seq[j], true, executable.outputs()[j],
+                                  executable.output_bytes()[j],
+                                  "outputs[" + std::to_string(j) + "]"));
+  }
+  auto flags = std::make_unique<bool[]>(n_out);
+  {
+    nb::gil_scoped_release release;
+    executable.execute(in_data, out_data, {flags.get(), n_out});
+  }
+  return std::vector<bool>(flags.get(), flags.get() + n_out);
+}
+
+
+BoundBuffers::BoundBuffers(std::shared_ptr<const Executable> executable, nb::handle inputs,
+                           nb::handle outputs)
+    : views_(std::make_unique<HeldViews>()) {
+  const auto& in_specs = executable->inputs();
+  const auto& out_specs = executable->outputs();
+  nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
+  nb::sequence out_seq = nb::borrow<nb::sequence>(outputs);
+  const size_t n_in = nb::len(in_seq), n_out = nb::len(out_seq);
+  if (n_in != in_specs.size() || n_out != out_specs.size()) {
+    throw Error(ErrorKind::InvalidArgument,
+                "bind: the program takes " + std::to_string(in_specs.size()) + " inputs and " +
+                    std::to_string(out_specs.size()) + " outputs, given " +
+                    std::to_string(n_in) + " and " + std::to_string(n_out));
+  }
+  std::vector<const void*> in_data;
+  std::vector<void*> out_data;
+  for (size_t i = 0; i < n_in; ++i) {
+    in_data.push_back(views_->take(in_seq[i], false, in_specs[i], executable->input_bytes()[i],
+                                   "inputs[" + std::to_string(i) + "]"));
+  }
+  for (size_t j = 0; j < n_out; ++j) {
+    out_data.push_back(views_->take(out_seq[j], true, out_specs[j],
+                                    executable->output_bytes()[j],
+                                    "outputs[" + std::to_string(j) + "]"));
+  }
+  call_ = std::make_unique<BoundCall>(std::move(executable), in_data, out_data);
+}
+
+BoundBuffers::~BoundBuffers() = default;
+
+bool BoundBuffers::call() {
+  nb::gil_scoped_release release;
+  return call_->call();
 }
 
 }  // namespace cyxla::python

@@ -3,6 +3,10 @@
 
 #include <nanobind/nanobind.h>
 
+#include <memory>
+#include <vector>
+
+#include "runtime/bound_call.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla::python {
@@ -15,5 +19,36 @@ namespace cyxla::python {
 /// The GIL is released while the plugin runs.
 bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
                     nanobind::handle outputs, bool converted);
+
+/// Runs `executable` once, as run_on_buffers does with arrays that are exactly the
+/// program's (else InvalidArgument), and returns per output whether the plugin wrote the
+/// result straight into the output's memory.
+std::vector<bool> writes_in_place(const Executable& executable, nanobind::handle inputs,
+                                  nanobind::handle outputs);
+
+/// Buffer views of Python objects, held until destroyed.
+struct HeldViews;
+
+/// A BoundCall over the buffers of Python objects (NumPy arrays), held while it lives:
+/// their memory stays allocated, and exporters that count their views (bytearray) refuse
+/// to resize.
+class BoundBuffers {
+ public:
+  /// Binds `executable` to the buffers of `inputs` and `outputs`, which must be exactly
+  /// the program's (count, element type as the core carries it, shape, C-contiguity;
+  /// outputs writable), else InvalidArgument naming the argument.
+  BoundBuffers(std::shared_ptr<const Executable> executable, nanobind::handle inputs,
+               nanobind::handle outputs);
+  BoundBuffers(const BoundBuffers&) = delete;
+  BoundBuffers& operator=(const BoundBuffers&) = delete;
+  ~BoundBuffers();
+
+  /// BoundCall::call with the GIL released.
+  bool call();
+
+ private:
+  std::unique_ptr<HeldViews> views_;
+  std::unique_ptr<BoundCall> call_;  // declared after the views: destroyed first
+};
 
 }  // namespace cyxla::python

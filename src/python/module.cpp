@@ -170,23 +170,24 @@ NB_MODULE(_core, m) {
       .def(
           "compile",
           [](const Runtime& r, nb::bytes code, nb::bytes options,  // GCOVR_EXCL_LINE
-             const std::vector<SpecTuple>& inputs) {
+             const std::vector<SpecTuple>& inputs, std::vector<size_t> donated_outputs) {
             std::string_view c(code.c_str(), code.size());
             std::string_view o(options.c_str(), options.size());
             auto specs = to_specs(inputs);
             nb::gil_scoped_release release;
-            return r.compile(c, o, std::move(specs));
+            return r.compile(c, o, std::move(specs), std::move(donated_outputs));
           },
-          "code"_a, "options"_a, "inputs"_a)
+          "code"_a, "options"_a, "inputs"_a, "donated_outputs"_a = std::vector<size_t>{})
       .def(
           "deserialize",
-          [](const Runtime& r, nb::bytes serialized, const std::vector<SpecTuple>& inputs) {
+          [](const Runtime& r, nb::bytes serialized, const std::vector<SpecTuple>& inputs,
+             std::vector<size_t> donated_outputs) {
             std::string_view s(serialized.c_str(), serialized.size());
             auto specs = to_specs(inputs);
             nb::gil_scoped_release release;
-            return r.deserialize(s, std::move(specs));
+            return r.deserialize(s, std::move(specs), std::move(donated_outputs));
           },
-          "serialized"_a, "inputs"_a);
+          "serialized"_a, "inputs"_a, "donated_outputs"_a = std::vector<size_t>{});
 
   nb::class_<Executable>(m, "Executable", "A compiled program on the runtime's device.")
       .def_prop_ro("inputs", [](const Executable& e) { return from_specs(e.inputs()); })
@@ -194,6 +195,11 @@ NB_MODULE(_core, m) {
       .def_prop_ro("outputs", [](const Executable& e) { return from_specs(e.outputs()); })
       // GCOVR_EXCL_STOP
       .def_prop_ro("output_bytes", &Executable::output_bytes)
+      .def_prop_ro("donated_outputs", &Executable::donated_outputs)
+      // A test hook: whether the plugin writes each result straight into the caller's array.
+      .def("_writes_in_place", &python::writes_in_place, "inputs"_a, "outputs"_a,
+           "Runs the program once on arrays that are exactly its inputs and outputs; returns "
+           "per output whether the plugin wrote the result in place (no copy).")
       .def(
           "_pjrt_pointers",
           [](const Executable& e) {  // GCOVR_EXCL_LINE
@@ -242,6 +248,14 @@ NB_MODULE(_core, m) {
       // Internal (BatchedExecutable.run, which checks shapes and dtypes first).
       .def("_execute", &python::run_batch_on_buffers, "n"_a, "inputs"_a, "outputs"_a,
            "Evaluates `n` points: reads the C-contiguous buffers `inputs`, writes `outputs`.");
+
+  nb::class_<python::BoundBuffers>(m, "BoundCall",  // GCOVR_EXCL_LINE
+                                   "A program bound to the memory of NumPy arrays.")
+      .def(nb::init<std::shared_ptr<Executable>, nb::handle, nb::handle>(), "executable"_a,
+           "inputs"_a, "outputs"_a)
+      .def("__call__", &python::BoundBuffers::call,
+           "Runs the program on the inputs' current contents and writes the outputs; False, "
+           "running nothing, while another thread is in a call of this bound call.");
 
   nb::class_<abi::Handle>(m, "NativeHandle",  // GCOVR_EXCL_LINE
                           "One reference to an executable for native callers (cyxla.h).")

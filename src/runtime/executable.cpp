@@ -85,8 +85,11 @@ Scratch& scratch() {
 }  // namespace
 
 Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
-                       std::vector<TensorSpec> inputs)
-    : runtime_(std::move(runtime)), loaded_(std::move(loaded)), inputs_(std::move(inputs)) {
+                       std::vector<TensorSpec> inputs, std::vector<size_t> donated_outputs)
+    : runtime_(std::move(runtime)),
+      loaded_(std::move(loaded)),
+      inputs_(std::move(inputs)),
+      donated_outputs_(std::move(donated_outputs)) {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (element_size(inputs_[i].type) == 0) {
       throw Error(ErrorKind::TypeMismatch,
@@ -98,88 +101,165 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecu
   pjrt::Executable executable = executable_of(plugin, loaded_.get());
   outputs_ = output_specs(plugin, executable.get());
   for (const TensorSpec& spec : outputs_) output_bytes_.push_back(spec.bytes());
+  std::vector<bool> seen(outputs_.size());
+  for (size_t j : donated_outputs_) {
+    if (j >= outputs_.size() || seen[j]) {
+      throw Error(ErrorKind::InvalidArgument,
+                  "donated output " + std::to_string(j) + " is out of range or given twice");
+    }
+    seen[j] = true;
+  }
 }
 
-void Executable::execute(std::span<const void* const> inputs,
-                         std::span<void* const> outputs) const {
-  const pjrt::Plugin& plugin = runtime_->plugin();
-  const PJRT_Api* api = plugin.api();
+bool Executable::writable_in_place(size_t output, const void* data,
+                                   std::span<const void* const> inputs,
+                                   std::span<void* const> outputs) const noexcept {
+  if (!runtime_->host_is_device() || !is_aligned(data)) return false;
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t end = start + output_bytes_[output];
+  auto overlaps = [&](const void* other, size_t bytes) {
+    const auto other_start = reinterpret_cast<uintptr_t>(other);
+    return other_start < end && start < other_start + bytes;
+  };
+  // The plugin may write an output before it has read every input: memory that is also
+  // an input, or another output, takes the copy.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (overlaps(inputs[i], input_bytes_[i])) return false;
+  }
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (j != output && overlaps(outputs[j], output_bytes_[j])) return false;
+  }
+  return true;
+}
+
+pjrt::Buffer Executable::buffer_over(const TensorSpec& spec, const void* data,
+                                     PJRT_HostBufferSemantics on_host) const {
+  const PJRT_Api* api = runtime_->plugin().api();
+  auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
+  args.client = runtime_->client();
+  args.data = data;
+  args.type = spec.type;
+  args.dims = spec.dims.data();
+  args.num_dims = spec.dims.size();
+  args.host_buffer_semantics =
+      runtime_->host_is_device() ? on_host : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.device = runtime_->device();
+  pjrt::check(pjrt::OwnedError(api, api->PJRT_Client_BufferFromHostBuffer(&args)),
+              "PJRT_Client_BufferFromHostBuffer");
+  pjrt::Buffer buffer(api, args.buffer);
+  // On the CPU the host memory stays in use until `buffer` (or the result it was donated
+  // to) is destroyed; the event that says so is not needed.
+  pjrt::Event done(api, args.done_with_host_buffer);
+  return buffer;
+}
+
+pjrt::Buffer Executable::host_buffer(size_t input, const void* data) const {
+  return buffer_over(inputs_[input], data, PJRT_HostBufferSemantics_kImmutableZeroCopy);
+}
+
+pjrt::Buffer Executable::donor_buffer(size_t output, void* data) const {
+  // Mutable: the plugin may write the aliased result into `data`.
+  return buffer_over(outputs_[output], data, PJRT_HostBufferSemantics_kMutableZeroCopy);
+}
+
+void Executable::execute(std::span<const void* const> inputs, std::span<void* const> outputs,
+                         std::span<bool> in_place) const {
   const size_t n_in = inputs_.size();
   const size_t n_out = outputs_.size();
+  const size_t n_donated = donated_outputs_.size();
   // On the CPU every input becomes a buffer that aliases host memory. Unaligned inputs
   // are first staged in this thread's aligned scratch memory: one memcpy, cheaper than
-  // the plugin's own copy, which allocates a buffer on every call.
+  // the plugin's own copy, which allocates a buffer on every call. A donated output that
+  // cannot be written in place gets scratch memory too, and is copied from there.
   const bool host = runtime_->host_is_device();
+  SmallArray<void*> donors(n_donated);
+  for (size_t k = 0; k < n_donated; ++k) {
+    const size_t j = donated_outputs_[k];
+    donors[k] = !host || writable_in_place(j, outputs[j], inputs, outputs) ? outputs[j] : nullptr;
+  }
   std::byte* staging = nullptr;
   if (host) {
-    size_t unaligned = 0;
+    size_t staged = 0;
     for (size_t i = 0; i < n_in; ++i) {
-      if (!is_aligned(inputs[i])) unaligned += round_up(input_bytes_[i]);
+      if (!is_aligned(inputs[i])) staged += round_up(input_bytes_[i]);
     }
-    if (unaligned != 0) staging = scratch().reserve(unaligned);
+    for (size_t k = 0; k < n_donated; ++k) {
+      if (donors[k] == nullptr) staged += round_up(output_bytes_[donated_outputs_[k]]);
+    }
+    if (staged != 0) staging = scratch().reserve(staged);
   }
 
-  SmallArray<pjrt::Buffer> in(n_in);
-  SmallArray<PJRT_Buffer*> in_raw(n_in);
+  SmallArray<pjrt::Buffer> in(n_in + n_donated);
+  SmallArray<PJRT_Buffer*> in_raw(n_in + n_donated);
   for (size_t i = 0; i < n_in; ++i) {
-    const TensorSpec& spec = inputs_[i];
     const void* data = inputs[i];
     if (host && !is_aligned(data)) {
       std::memcpy(staging, data, input_bytes_[i]);
       data = staging;
       staging += round_up(input_bytes_[i]);
     }
-    auto args = pjrt::make_args<PJRT_Client_BufferFromHostBuffer_Args>();
-    args.client = runtime_->client();
-    args.data = data;
-    args.type = spec.type;
-    args.dims = spec.dims.data();
-    args.num_dims = spec.dims.size();
-    args.host_buffer_semantics = host ? PJRT_HostBufferSemantics_kImmutableZeroCopy
-                                       : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
-    args.device = runtime_->device();
-    pjrt::check(pjrt::OwnedError(api, api->PJRT_Client_BufferFromHostBuffer(&args)),
-                "PJRT_Client_BufferFromHostBuffer");
-    in[i] = pjrt::Buffer(api, args.buffer);
-    in_raw[i] = args.buffer;
-    // The host memory stays valid until `in[i]` is destroyed, after the outputs are read.
-    pjrt::Event done(api, args.done_with_host_buffer);
+    in[i] = host_buffer(i, data);
+    in_raw[i] = in[i].get();
+  }
+  for (size_t k = 0; k < n_donated; ++k) {
+    const size_t j = donated_outputs_[k];
+    void* data = donors[k];
+    if (data == nullptr) {
+      data = staging;
+      staging += round_up(output_bytes_[j]);
+    }
+    in[n_in + k] = donor_buffer(j, data);
+    in_raw[n_in + k] = in[n_in + k].get();
   }
 
   SmallArray<PJRT_Buffer*> out_raw(n_out);
-  PJRT_Buffer* const* argument_list = in_raw.data();
-  PJRT_Buffer** output_list = out_raw.data();
+  execute_buffers(in_raw.data(), {out_raw.data(), n_out}, outputs, in_place);
+}
+
+void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_Buffer*> results,
+                                 std::span<void* const> outputs, std::span<bool> in_place) const {
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  const PJRT_Api* api = plugin.api();
+  const size_t n_out = outputs_.size();
+  const bool host = runtime_->host_is_device();
+  PJRT_Buffer** output_list = results.data();
   PJRT_Event* complete = nullptr;
   auto options = pjrt::make_args<PJRT_ExecuteOptions>();
   auto args = pjrt::make_args<PJRT_LoadedExecutable_Execute_Args>();
   args.executable = loaded_.get();
   args.options = &options;
-  args.argument_lists = &argument_list;
+  args.argument_lists = &arguments;
   args.num_devices = 1;
-  args.num_args = n_in;
+  args.num_args = inputs_.size() + donated_outputs_.size();
   args.output_lists = &output_list;
   args.device_complete_events = &complete;
   pjrt::check(pjrt::OwnedError(api, api->PJRT_LoadedExecutable_Execute(&args)),
               "PJRT_LoadedExecutable_Execute");
 
   SmallArray<pjrt::Buffer> out(n_out);
-  for (size_t j = 0; j < n_out; ++j) out[j] = pjrt::Buffer(api, out_raw[j]);
+  for (size_t j = 0; j < n_out; ++j) out[j] = pjrt::Buffer(api, results[j]);
   await(plugin, complete, "executing the program");
 
   for (size_t j = 0; j < n_out; ++j) {
+    if (!in_place.empty()) in_place[j] = false;
     if (output_bytes_[j] == 0) continue;
     if (host) {
       // The result is in host memory already: copy it here, where PJRT_Buffer_ToHostBuffer
-      // would hand the copy to a worker thread and wake us when it is done.
+      // would hand the copy to a worker thread and wake us when it is done. A result
+      // written in place (a donated output) is there already.
       auto where = pjrt::make_args<PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args>();
-      where.buffer = out_raw[j];
+      where.buffer = results[j];
       pjrt::check(pjrt::OwnedError(api, api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&where)),
                   "PJRT_Buffer_OpaqueDeviceMemoryDataPointer");
+      if (where.device_memory_ptr == outputs[j]) {
+        if (!in_place.empty()) in_place[j] = true;
+        continue;
+      }
       std::memcpy(outputs[j], where.device_memory_ptr, output_bytes_[j]);
       continue;
     }
     auto copy = pjrt::make_args<PJRT_Buffer_ToHostBuffer_Args>();
-    copy.src = out_raw[j];
+    copy.src = results[j];
     copy.dst = outputs[j];
     copy.dst_size = output_bytes_[j];
     pjrt::check(pjrt::OwnedError(api, api->PJRT_Buffer_ToHostBuffer(&copy)),

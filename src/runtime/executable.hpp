@@ -16,22 +16,50 @@ class Runtime;
 
 class Executable {
  public:
+  /// `donated_outputs[k]` is the output whose result the program may write into its
+  /// parameter inputs.size() + k, which aliases that output (see _lowering.py): execute
+  /// passes the caller's output memory there, so the plugin writes the result in place.
   Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
-             std::vector<TensorSpec> inputs);
+             std::vector<TensorSpec> inputs, std::vector<size_t> donated_outputs = {});
 
   const std::vector<TensorSpec>& inputs() const noexcept { return inputs_; }
   const std::vector<TensorSpec>& outputs() const noexcept { return outputs_; }
   const std::vector<size_t>& input_bytes() const noexcept { return input_bytes_; }
   const std::vector<size_t>& output_bytes() const noexcept { return output_bytes_; }
+  const std::vector<size_t>& donated_outputs() const noexcept { return donated_outputs_; }
   const Runtime& runtime() const noexcept { return *runtime_; }
   PJRT_LoadedExecutable* loaded() const noexcept { return loaded_.get(); }
 
   /// Runs the program on host memory: `inputs[i]` holds a dense row-major array of
   /// inputs()[i], `outputs[j]` receives output_bytes()[j] bytes. The caller checks the
   /// counts, types and null pointers (the C API's execute, run_on_buffers); this checks
-  /// nothing on the hot path.
+  /// nothing on the hot path. A donated output is written in place where its memory is
+  /// aligned and overlaps no other argument, and copied from scratch memory otherwise.
+  /// `in_place`, when not empty, receives per output whether the plugin wrote it in place.
   /// Safe to call from many threads at once. Throws cyxla::Error.
-  void execute(std::span<const void* const> inputs, std::span<void* const> outputs) const;
+  void execute(std::span<const void* const> inputs, std::span<void* const> outputs,
+               std::span<bool> in_place = {}) const;
+
+  /// Whether output `output`'s result can be written straight into `data`: on the CPU,
+  /// aligned, and overlapping none of `inputs` and no other of `outputs`.
+  bool writable_in_place(size_t output, const void* data, std::span<const void* const> inputs,
+                         std::span<void* const> outputs) const noexcept;
+  /// The buffer of the donated parameter of output `output`, over `data` (output_bytes()
+  /// of it): on the CPU the plugin may write the result there.
+  pjrt::Buffer donor_buffer(size_t output, void* data) const;
+
+  /// A buffer of input `input` over `data`: on the CPU it aliases `data` (which must be
+  /// aligned, see host_memory.hpp, and stay valid while the buffer lives), elsewhere it is
+  /// a copy on the device.
+  pjrt::Buffer host_buffer(size_t input, const void* data) const;
+
+  /// Runs the program on argument buffers already on the device (one per input, then one
+  /// per donated output, in order)
+  /// and reads its results into `outputs` as execute() does; `results` has room for one
+  /// buffer per output (the caller's, so that this allocates nothing). Not for callers
+  /// outside the runtime: BoundCall holds such buffers.
+  void execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_Buffer*> results,
+                       std::span<void* const> outputs, std::span<bool> in_place = {}) const;
 
   /// The plugin's serialized form, loadable with Runtime::deserialize.
   std::string serialize() const;
@@ -39,11 +67,16 @@ class Executable {
   std::string fingerprint() const;
 
  private:
+  /// A buffer of `spec` over `data`: with `on_host` semantics on the CPU, a copy elsewhere.
+  pjrt::Buffer buffer_over(const TensorSpec& spec, const void* data,
+                           PJRT_HostBufferSemantics on_host) const;
+
   std::shared_ptr<const Runtime> runtime_;
   pjrt::LoadedExecutable loaded_;
   std::vector<TensorSpec> inputs_;
   std::vector<TensorSpec> outputs_;
   std::vector<size_t> input_bytes_, output_bytes_;  // bytes() of each spec, once
+  std::vector<size_t> donated_outputs_;
 };
 
 }  // namespace cyxla

@@ -48,7 +48,8 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
 
 std::shared_ptr<Executable> Runtime::compile(std::string_view code,
                                              std::string_view compile_options,
-                                             std::vector<TensorSpec> inputs) const {
+                                             std::vector<TensorSpec> inputs,
+                                             std::vector<size_t> donated_outputs) const {
   auto program = pjrt::make_args<PJRT_Program>();
   std::string code_copy(code);  // PJRT_Program.code is not const
   program.code = code_copy.data();
@@ -62,18 +63,21 @@ std::shared_ptr<Executable> Runtime::compile(std::string_view code,
   args.compile_options_size = compile_options.size();
   CYXLA_PJRT_CALL(*plugin_, PJRT_Client_Compile, args, ErrorKind::Compile);
   pjrt::LoadedExecutable loaded(plugin_->api(), args.executable);
-  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs));
+  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs),
+                                      std::move(donated_outputs));
 }
 
 std::shared_ptr<Executable> Runtime::deserialize(std::string_view serialized,
-                                                 std::vector<TensorSpec> inputs) const {
+                                                 std::vector<TensorSpec> inputs,
+                                                 std::vector<size_t> donated_outputs) const {
   auto args = pjrt::make_args<PJRT_Executable_DeserializeAndLoad_Args>();
   args.client = client_.get();
   args.serialized_executable = serialized.data();
   args.serialized_executable_size = serialized.size();
   CYXLA_PJRT_CALL(*plugin_, PJRT_Executable_DeserializeAndLoad, args);
   pjrt::LoadedExecutable loaded(plugin_->api(), args.loaded_executable);
-  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs));
+  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs),
+                                      std::move(donated_outputs));
 }
 
 }  // namespace cyxla

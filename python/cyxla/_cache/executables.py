@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +46,14 @@ def _plain_ints(recorded: list[Any]) -> bool:
 
 
 def load(
-    program: Program, loaded: _backend.LoadedPlugin, compile_options: bytes, specs: SpecRecords
+    program: Program,
+    loaded: _backend.LoadedPlugin,
+    compile_options: bytes,
+    specs: SpecRecords,
+    donated: Sequence[int] = (),
 ) -> Lookup:
-    """Looks `program` up; a damaged, foreign or unsafe entry is a miss with an error."""
+    """Looks `program` up; a damaged, foreign or unsafe entry is a miss with an error.
+    `donated` are the program's outputs written in place (`donated_outputs`)."""
     start = time.perf_counter()
     try:
         if _store.configured_directory() is None:
@@ -70,7 +76,9 @@ def load(
         return Lookup(None, time.perf_counter() - start, str(error), None, None)
     except _store.EntryError as error:
         return Lookup(None, time.perf_counter() - start, str(error), key, identity, source)
-    native, error = (None, None) if entry is None else _use(entry, loaded, program, specs, source)
+    native, error = (
+        (None, None) if entry is None else _use(entry, loaded, program, specs, donated, source)
+    )
     return Lookup(native, time.perf_counter() - start, error, key, identity, source)
 
 
@@ -79,6 +87,7 @@ def _use(
     loaded: _backend.LoadedPlugin,
     program: Program,
     specs: SpecRecords,
+    donated: Sequence[int],
     source: dict[str, Any],
 ) -> tuple[_core.Executable | None, str | None]:
     """The executable in a checked entry, or None and why it cannot be used."""
@@ -91,7 +100,7 @@ def _use(
         inputs = entry.header.get("inputs")
         return None, f"{entry.path} was compiled for other inputs: {inputs!r:.300}"
     try:
-        native = loaded.runtime.deserialize(entry.payload, specs)
+        native = loaded.runtime.deserialize(entry.payload, specs, list(donated))
     except Exception as failure:  # whatever the plugin says, compiling is the way out
         return None, f"the plugin could not load {entry.path}: {failure}"
     mismatch = output_mismatch(native, program)

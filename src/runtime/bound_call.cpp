@@ -1,0 +1,85 @@
+// Binding host memory to a program once, and calling it: one thread at a time.
+#include "runtime/bound_call.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "runtime/host_memory.hpp"
+#include "runtime/runtime.hpp"
+
+namespace cyxla {
+
+BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
+                     std::span<const void* const> inputs, std::span<void* const> outputs)
+    : executable_(std::move(executable)),
+      inputs_(inputs.begin(), inputs.end()),
+      outputs_(outputs.begin(), outputs.end()),
+      results_(outputs.size()) {
+  const Executable& e = *executable_;
+  // Elsewhere than on the CPU a buffer is a copy on the device, made from the input's
+  // current bytes: each call then uploads its inputs (execute()).
+  if (!e.runtime().host_is_device()) return;
+  resident_ = true;
+  const std::vector<size_t>& donated = e.donated_outputs();
+  // Donated outputs are written in place where they can be (Executable::execute), and
+  // into memory of the bound call's own, copied out after each call, where they cannot.
+  std::vector<bool> in_place(donated.size());
+  size_t staged = 0;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!is_aligned(inputs_[i])) staged += round_up(e.input_bytes()[i]);
+  }
+  for (size_t k = 0; k < donated.size(); ++k) {
+    in_place[k] = e.writable_in_place(donated[k], outputs_[donated[k]], inputs_, outputs_);
+    if (!in_place[k]) staged += round_up(e.output_bytes()[donated[k]]);
+  }
+  if (staged != 0) {
+    staging_.reset(allocate_aligned(staged));
+    if (staging_ == nullptr) throw std::bad_alloc();
+  }
+  auto* next = static_cast<std::byte*>(staging_.get());
+  buffers_.reserve(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const void* data = inputs_[i];
+    if (!is_aligned(data)) {
+      staged_.push_back({data, next, e.input_bytes()[i]});
+      data = next;
+      next += round_up(e.input_bytes()[i]);
+    }
+    buffers_.push_back(e.host_buffer(i, data));
+    arguments_.push_back(buffers_.back().get());
+  }
+  for (size_t k = 0; k < donated.size(); ++k) {
+    donors_.push_back(in_place[k] ? outputs_[donated[k]] : next);
+    if (!in_place[k]) next += round_up(e.output_bytes()[donated[k]]);
+  }
+  donor_buffers_.resize(donated.size());
+  arguments_.resize(inputs_.size() + donated.size());
+}
+
+bool BoundCall::call() {
+  if (busy_.exchange(true, std::memory_order_acquire)) return false;
+  struct Done {
+    std::atomic<bool>& busy;
+    ~Done() { busy.store(false, std::memory_order_release); }
+  } done{busy_};
+  if (!resident_) {
+    executable_->execute(inputs_, outputs_);
+    return true;
+  }
+  // The buffers alias the caller's memory (or the copies refreshed here): the plugin reads
+  // what it holds now. PJRT asks that memory under a zero-copy buffer not change while the
+  // buffer lives; the CPU client reads it only inside Execute, which runs synchronously in
+  // this thread, so changes between calls are seen and none races with a read.
+  for (const Staged& s : staged_) std::memcpy(s.to, s.from, s.bytes);
+  // A donated buffer is consumed by the call that it is donated to: one per call.
+  const std::vector<size_t>& donated = executable_->donated_outputs();
+  for (size_t k = 0; k < donated.size(); ++k) {
+    donor_buffers_[k] = executable_->donor_buffer(donated[k], donors_[k]);
+    arguments_[inputs_.size() + k] = donor_buffers_[k].get();
+  }
+  executable_->execute_buffers(arguments_.data(), results_, outputs_);
+  for (pjrt::Buffer& buffer : donor_buffers_) buffer.reset();
+  return true;
+}
+
+}  // namespace cyxla
