@@ -6,7 +6,8 @@ import ctypes
 
 from cyxla import _core
 
-OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL = range(6)
+OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL, PROGRAM_FILE = range(7)
+OPTION_STRING, OPTION_INT64, OPTION_FLOAT, OPTION_BOOL = range(4)
 
 
 class Error(ctypes.Structure):
@@ -34,6 +35,25 @@ class ProgramSpec(ctypes.Structure):
     ]
 
 
+class ClientOption(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("type", ctypes.c_int),
+        ("string_value", ctypes.c_char_p),
+        ("int64_value", ctypes.c_int64),
+        ("float_value", ctypes.c_double),
+    ]
+
+
+class RuntimeOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("plugin_path", ctypes.c_char_p),
+        ("client_options", ctypes.POINTER(ClientOption)),
+        ("num_client_options", ctypes.c_size_t),
+    ]
+
+
 GetSpec = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ProgramSpec), ctypes.POINTER(Error)
 )
@@ -49,6 +69,20 @@ Execute = ctypes.CFUNCTYPE(
 )
 AlignedMemory = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
 FreeAligned = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+OpenRuntime = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(RuntimeOptions), ctypes.POINTER(Error))
+CloseRuntime = ctypes.CFUNCTYPE(None)
+LoadProgram = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(Error)
+)
+ReleaseProgram = ctypes.CFUNCTYPE(None, ctypes.c_uint64)
+RegisterFfiHandler = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_char_p,
+    ctypes.c_void_p,
+    ctypes.c_char_p,
+    ctypes.c_uint32,
+    ctypes.POINTER(Error),
+)
 
 
 class Api(ctypes.Structure):
@@ -61,6 +95,12 @@ class Api(ctypes.Structure):
         ("execute", Execute),
         ("aligned_memory", AlignedMemory),
         ("free_aligned", FreeAligned),
+        # ABI 2
+        ("open_runtime", OpenRuntime),
+        ("close_runtime", CloseRuntime),
+        ("load_program", LoadProgram),
+        ("release_program", ReleaseProgram),
+        ("register_ffi_handler", RegisterFfiHandler),
     ]
 
 

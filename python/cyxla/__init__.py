@@ -3,7 +3,16 @@ from native code without the GIL."""
 
 from __future__ import annotations
 
-from cyxla._abi import ABI_VERSION, HOST_ALIGNMENT, abi_version, check_abi, get_include
+from cyxla._abi import (
+    ABI_VERSION,
+    HOST_ALIGNMENT,
+    abi_version,
+    check_abi,
+    get_cmake_dir,
+    get_include,
+    get_library,
+    get_pkgconfig_dir,
+)
 from cyxla._backend import LoadedPlugin, initialize
 from cyxla._cache.keys import cache_key, library_identity
 from cyxla._cache.programs import load_lowered, store_lowered
@@ -63,7 +72,10 @@ __all__ = [
     "cache_key",
     "check_abi",
     "compile_program",
+    "get_cmake_dir",
     "get_include",
+    "get_library",
+    "get_pkgconfig_dir",
     "initialize",
     "library_identity",
     "load_lowered",

@@ -70,8 +70,10 @@ std::vector<pjrt::NamedValue> to_named_values(const nb::dict& options) {
 
 /// The Python error class of `kind`, from cyxla._errors (looked up on the cold path).
 nb::object error_class(ErrorKind kind) {
-  static constexpr std::array names = {"InvalidArgumentError", "DtypeError", "PluginLoadError",
-                                       "PluginVersionError", "CompileError", "PjrtError"};
+  static constexpr std::array names = {"InvalidArgumentError", "DtypeError",
+                                       "PluginLoadError",      "PluginVersionError",
+                                       "CompileError",         "PjrtError",
+                                       "InvalidArgumentError"};
   return nb::module_::import_("cyxla._errors").attr(names[static_cast<size_t>(kind)]);
 }
 

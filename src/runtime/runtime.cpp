@@ -3,11 +3,23 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 
 #include "runtime/element_type.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla {
+namespace {
+
+std::mutex current_mutex;
+std::weak_ptr<Runtime> current_runtime;  // guarded by current_mutex
+
+}  // namespace
+
+std::shared_ptr<Runtime> Runtime::current() {
+  std::lock_guard lock(current_mutex);
+  return current_runtime.lock();
+}
 
 std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plugin,
                                          const std::vector<pjrt::NamedValue>& options) {
@@ -43,6 +55,8 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
   }
   runtime->device_ = devices.addressable_devices[0];
   runtime->device_count_ = devices.num_addressable_devices;
+  std::lock_guard lock(current_mutex);
+  current_runtime = runtime;
   return runtime;
 }
 

@@ -17,8 +17,12 @@ class Executable;
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
   /// Creates a client of `plugin` with `options` and picks its first addressable device.
+  /// It becomes the process's runtime (current()).
   static std::shared_ptr<Runtime> create(std::shared_ptr<const pjrt::Plugin> plugin,
                                          const std::vector<pjrt::NamedValue>& options);
+  /// The runtime created last that is still alive, or null: the one a process runs
+  /// programs with, whether Python (cyxla.initialize) or C (cyxla_open_runtime) made it.
+  static std::shared_ptr<Runtime> current();
 
   const pjrt::Plugin& plugin() const noexcept { return *plugin_; }
   PJRT_Client* client() const noexcept { return client_.get(); }
