@@ -8,6 +8,8 @@ if(NOT TARGET cyxla::cyxla)
     IMPORTED_LOCATION "${_cyxla_prefix}/lib/libcyxla.so"
     IMPORTED_SONAME "libcyxla.so"
     INTERFACE_INCLUDE_DIRECTORIES "${_cyxla_prefix}/include"
+    # cyxla.hpp without Python: the runtime comes from libcyxla, not from cyxla._core.
+    INTERFACE_COMPILE_DEFINITIONS "CYXLA_STANDALONE"
   )
 endif()
 set(cyxla_INCLUDE_DIR "${_cyxla_prefix}/include")

@@ -14,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from program_file_writer import metadata_text, pack, save
 
 import cyxla as cx
 
@@ -28,6 +27,7 @@ from native_api import (
     RuntimeOptions,
     table,
 )
+from program_file_writer import metadata_text, pack, save
 
 
 def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
