@@ -289,3 +289,36 @@ def _plugin() -> str:
     from conftest import plugin_library
 
     return plugin_library()
+
+
+def test_the_second_load_comes_from_the_disk_cache(
+    program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CYXLA_CACHE_DIR", str(tmp_path / "cache"))
+    path = save(program, tmp_path / "mlp.cyxla")
+    x, w = np.ones((4, 8), np.float32), np.full((8, 8), 0.5, np.float32)
+    for attempt in ("compiled", "cached", "damaged entry, recompiled"):
+        status, handle, error = load(path)
+        assert status == OK, f"{attempt}: {error.message}"
+        try:
+            (out,) = run(handle, [x, w])
+            np.testing.assert_allclose(out.reshape(4, 8), jax.jit(mlp)(x, w), rtol=1e-6)
+        finally:
+            table().release_program(handle)
+        (entry,) = (tmp_path / "cache" / "native").iterdir()
+        assert entry.suffix == ".executable" and entry.stat().st_size > 0
+        if attempt == "cached":
+            entry.write_bytes(b"not an executable")
+    assert entry.read_bytes() != b"not an executable"  # replaced by the recompiled one
+
+
+def test_an_empty_cache_dir_turns_the_cache_off(
+    program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CYXLA_CACHE_DIR", "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    assert status == OK, error.message
+    table().release_program(handle)
+    assert not (tmp_path / "home").exists()

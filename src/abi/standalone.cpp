@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "abi/status.hpp"
 #include "common/error.hpp"
 #include "pjrt/ffi.hpp"
+#include "program/executable_cache.hpp"
 #include "program/program_file.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
@@ -146,6 +148,19 @@ uint64_t load(const std::string& path) {
                     "; export it for '" + runtime->platform() + "'");
   }
   check_custom_calls(file, *runtime, path);
+  const std::optional<std::filesystem::path> entry = program::cache_entry(file, *runtime);
+  if (entry) {
+    if (std::string cached = program::read_entry(*entry); !cached.empty()) {
+      try {
+        std::shared_ptr<Executable> executable = runtime->deserialize(cached, file.inputs);
+        if (executable->outputs() == file.outputs) {
+          return Registry::instance().add(std::move(executable));
+        }
+      } catch (const Error&) {
+        // A stale or damaged entry: compiled afresh and replaced below.
+      }
+    }
+  }
   std::shared_ptr<Executable> executable =
       runtime->compile(file.stablehlo, file.compile_options, file.inputs);
   if (executable->outputs() != file.outputs) {
@@ -158,6 +173,7 @@ uint64_t load(const std::string& path) {
                 path + ": the metadata lists the outputs " + text(file.outputs) +
                     ", but the compiled program returns " + text(executable->outputs()));
   }
+  if (entry) program::store_entry(*entry, executable->serialize());
   return Registry::instance().add(std::move(executable));
 }
 
