@@ -3,7 +3,7 @@
 // jax.jit computed at export time.
 //
 //   CYXLA_PJRT_PLUGIN=/path/to/plugin.so ./standalone DIRECTORY [THREADS] [ROUNDS]
-//   ./standalone DIRECTORY --bench     one thread, prints the median time of one call
+//   ./standalone DIRECTORY --bench [CALLS]   one thread: the median time of one call
 #include <cyxla/cyxla.hpp>
 
 #include <algorithm>
@@ -58,16 +58,16 @@ long peak_rss_kib() {
   return -1;
 }
 
-/// Median nanoseconds of one call over rounds of calls on this thread.
+/// Median nanoseconds of one call over rounds of `calls` calls on this thread.
 double median_call_ns(const cyxla::native::Program& program, const cyxla_Input& input,
-                      void* output) {
-  constexpr int kRounds = 15, kCalls = 2000;
+                      void* output, unsigned calls) {
+  constexpr int kRounds = 5;
   std::vector<double> rounds;
   for (int r = 0; r < kRounds; ++r) {
     const auto start = Clock::now();
-    for (int c = 0; c < kCalls; ++c) program.execute({input}, {output});
+    for (unsigned c = 0; c < calls; ++c) program.execute({input}, {output});
     const std::chrono::duration<double, std::nano> elapsed = Clock::now() - start;
-    rounds.push_back(elapsed.count() / kCalls);
+    rounds.push_back(elapsed.count() / calls);
   }
   std::ranges::sort(rounds);
   return rounds[kRounds / 2];
@@ -77,15 +77,21 @@ double median_call_ns(const cyxla::native::Program& program, const cyxla_Input& 
 
 int main(int argc, char** argv) try {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DIRECTORY [THREADS [ROUNDS] | --bench]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIRECTORY [THREADS [ROUNDS] | --bench [CALLS]]\n", argv[0]);
     return 2;
   }
   const std::string directory = argv[1];
   const bool bench = argc > 2 && std::string(argv[2]) == "--bench";
   const unsigned threads = argc > 2 && !bench ? std::stoul(argv[2]) : 4;
-  const unsigned rounds = argc > 3 ? std::stoul(argv[3]) : 3;
+  const unsigned rounds = argc > 3 ? std::stoul(argv[3]) : 3;  // or, with --bench, calls
 
-  cyxla::native::Runtime runtime;  // the plugin of $CYXLA_PJRT_PLUGIN
+  // The plugin of $CYXLA_PJRT_PLUGIN, with the client options cyxla's Python side gives the
+  // CPU plugin: one device, and each run in the calling thread (the pool's threads).
+  const cyxla_ClientOption options[] = {
+      {"cpu_device_count", CYXLA_OPTION_INT64, nullptr, 1, 0.0},
+      {"asynchronous", CYXLA_OPTION_BOOL, nullptr, 0, 0.0},
+  };
+  cyxla::native::Runtime runtime(nullptr, options);
   const auto program = cyxla::native::Program::load(directory + "/mlp.cyxla");
   const std::vector<float> inputs = read_floats(directory + "/inputs.f32");
   const std::vector<float> expected = read_floats(directory + "/expected.f32");
@@ -107,7 +113,11 @@ int main(int argc, char** argv) try {
     if (!close_to(y.as<float>(), {expected.data(), out_floats})) {
       throw std::runtime_error("the first result differs from jax.jit's");
     }
-    if (bench) std::printf("per_call_ns %.1f\n", median_call_ns(program, x.input(program.input_type(0)), y.data()));
+    if (bench) {
+      const unsigned calls = argc > 3 ? rounds : 2000;
+      std::printf("per_call_ns %.1f\n",
+                  median_call_ns(program, x.input(program.input_type(0)), y.data(), calls));
+    }
   }
 
   // The thread pool: each thread runs its share of the samples, every round, into its own
