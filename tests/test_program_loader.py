@@ -5,6 +5,7 @@ message that says which; what it loads runs like jax.jit."""
 from __future__ import annotations
 
 import ctypes
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,7 +21,11 @@ import cyxla as cx
 from native_api import (
     INVALID_ARGUMENT,
     OK,
+    OPTION_INT64,
+    OPTION_STRING,
+    PJRT,
     PROGRAM_FILE,
+    ClientOption,
     Error,
     Input,
     ProgramSpec,
@@ -28,6 +33,7 @@ from native_api import (
     table,
 )
 from program_file_writer import metadata_text, pack, save
+from test_custom_calls import FACTOR, SOURCES, compile_cxx, scale_add
 
 
 def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -322,3 +328,116 @@ def test_an_empty_cache_dir_turns_the_cache_off(
     assert status == OK, error.message
     table().release_program(handle)
     assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (ClientOption(None, OPTION_INT64, None, 1, 0.0), b"client option 0 has no name"),
+        (
+            ClientOption(b"platform_name", OPTION_STRING, None, 0, 0.0),
+            b"client option 'platform_name' is a string, but string_value is NULL",
+        ),
+        (ClientOption(b"x", 9, None, 0, 0.0), b"client option 'x' has the unknown type 9"),
+    ],
+)
+def test_bad_client_options_are_refused(option: ClientOption, expected: bytes) -> None:
+    options, error = RuntimeOptions(), Error()
+    options.struct_size = ctypes.sizeof(RuntimeOptions)
+    options.client_options = ctypes.pointer(option)
+    options.num_client_options = 1
+    assert table().open_runtime(ctypes.byref(options), ctypes.byref(error)) == INVALID_ARGUMENT
+    assert expected in error.message
+
+
+def test_client_options_null_with_a_count_are_refused() -> None:
+    options, error = RuntimeOptions(), Error()
+    options.struct_size = ctypes.sizeof(RuntimeOptions)
+    options.num_client_options = 2
+    assert table().open_runtime(ctypes.byref(options), ctypes.byref(error)) == INVALID_ARGUMENT
+    assert b"client_options is NULL, but num_client_options is 2" in error.message
+
+
+_WITHOUT_PYTHONS_RUNTIME = """
+import ctypes, json, sys
+sys.path.insert(0, {tests!r})
+from native_api import Api, ClientOption, Error, Input, ProgramSpec, RuntimeOptions
+library = ctypes.CDLL({library!r})
+library.cyxla_get_api.restype = ctypes.POINTER(Api)
+api = library.cyxla_get_api().contents
+handlers = ctypes.CDLL({handlers!r})
+handler = ctypes.cast(handlers.CyxlaTestScaleAdd, ctypes.c_void_p)
+report = {{}}
+error, handle = Error(), ctypes.c_uint64()
+
+def attempt(name, status):
+    report[name] = [status, error.message.decode()]
+
+attempt("register before open", api.register_ffi_handler(b"t", handler, b"cpu", 0, error))
+attempt("load before open", api.load_program({program!r}, ctypes.byref(handle), error))
+options = (ClientOption * 3)(
+    ClientOption(b"cpu_device_count", 1, None, 1, 0.0),
+    ClientOption(b"asynchronous", 3, None, 0, 0.0),
+    ClientOption(b"not_an_option", 2, None, 0, 0.5),
+)
+runtime = RuntimeOptions(ctypes.sizeof(RuntimeOptions), {plugin!r}, options, 3)
+attempt("unknown option", api.open_runtime(ctypes.byref(runtime), error))
+runtime.num_client_options = 2
+attempt("open", api.open_runtime(ctypes.byref(runtime), error))
+attempt("platform", api.register_ffi_handler(b"t", handler, b"tpu", 0, error))
+attempt("null target", api.register_ffi_handler(None, handler, b"cpu", 0, error))
+attempt("unregistered", api.load_program({program!r}, ctypes.byref(handle), error))
+attempt("register", api.register_ffi_handler({target!r}, handler, b"cpu", 0, error))
+attempt("load", api.load_program({program!r}, ctypes.byref(handle), error))
+spec = ProgramSpec()
+spec.struct_size = ctypes.sizeof(ProgramSpec)
+attempt("spec", api.get_spec(handle, ctypes.byref(spec), error))
+x = (ctypes.c_float * 6)(*range(6))
+y = (ctypes.c_float * 6)()
+inputs = (Input * 1)(Input(ctypes.cast(x, ctypes.c_void_p), spec.input_types[0], 24))
+outputs = (ctypes.c_void_p * 1)(ctypes.cast(y, ctypes.c_void_p))
+attempt("execute", api.execute(ctypes.byref(spec), inputs, 1, outputs, 1, error))
+report["y"] = list(y)
+api.release_spec(ctypes.byref(spec))
+api.release_program(handle.value)
+api.close_runtime()
+print(json.dumps(report))
+"""
+
+
+def test_a_handler_registered_from_c_runs_in_a_loaded_program(tmp_path: Path) -> None:
+    # The whole path of a process without Python's runtime: open with client options,
+    # register a typed FFI handler from C, load a program that calls it, run it.
+    output = tmp_path / "libhandlers.so"
+    built = compile_cxx(SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output))
+    assert built.returncode == 0, built.stderr
+    target = "cyxla_c_scale_add"
+    program = cx.lower(
+        scale_add(target), [jax.ShapeDtypeStruct((2, 3), jnp.float32)], custom_calls=[target]
+    )
+    assert program.custom_calls == (target,)
+    path = save(program, tmp_path / "scale_add.cyxla")
+    code = _WITHOUT_PYTHONS_RUNTIME.format(
+        tests=str(Path(__file__).parent),
+        library=cx.get_library(),
+        handlers=str(output),
+        program=str(path).encode(),
+        plugin=_plugin().encode(),
+        target=target.encode(),
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["register before open"][0] == INVALID_ARGUMENT
+    assert "no runtime is open" in report["register before open"][1]
+    assert "no runtime is open" in report["load before open"][1]
+    assert report["unknown option"][0] == PJRT
+    assert "not_an_option" in report["unknown option"][1]
+    assert report["open"] == [OK, ""]
+    assert 'use "cpu", "cuda" or "rocm"' in report["platform"][1]
+    assert "target or platform is NULL" in report["null target"][1]
+    assert f"calls the custom-call target '{target}'" in report["unregistered"][1]
+    for step in ("register", "load", "spec", "execute"):
+        assert report[step] == [OK, ""], (step, report[step])
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_allclose(report["y"], x * FACTOR + 1, rtol=1e-6)

@@ -91,6 +91,9 @@ std::vector<pjrt::NamedValue> client_options(const cyxla_RuntimeOptions& options
 
 /// The runtime to share or to create, for open_runtime. Called with open_mutex held.
 std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
+  // Checked even when a runtime is shared and they go unused: bad input is refused alike.
+  const std::vector<pjrt::NamedValue> values =
+      options != nullptr ? client_options(*options) : std::vector<pjrt::NamedValue>{};
   const char* given = options != nullptr ? options->plugin_path : nullptr;
   if (given != nullptr && *given == '\0') given = nullptr;
   std::shared_ptr<Runtime> current = Runtime::current();
@@ -110,8 +113,6 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
                 "no PJRT plugin: set options->plugin_path or CYXLA_PJRT_PLUGIN to the plugin's "
                 "library (`python -m cyxla plugins` lists the installed ones)");
   }
-  const std::vector<pjrt::NamedValue> values =
-      options != nullptr ? client_options(*options) : std::vector<pjrt::NamedValue>{};
   return Runtime::create(pjrt::Plugin::load(path), values);
 }
 
