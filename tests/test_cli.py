@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cyxla
+from support import run_cyxla
 
 _RESULT = re.compile(r"^(cyxla|jax\.jit|native) +result\[0, :4\]: \[([^\]]*)\]$", re.M)
 
@@ -72,6 +72,22 @@ def test_unknown_command() -> None:
     assert result.returncode == 2
     assert "invalid choice: 'no-such-command'" in result.stderr
     assert "demo" in result.stderr and "plugins" in result.stderr
+
+
+def test_bench_prints_a_table_without_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from cyxla._cli import bench as cli_bench
+
+    tiny = cli_bench.Case("tiny", lambda x: x + 1, [np.zeros(2, np.float32)], 4)
+    monkeypatch.setattr(cli_bench, "_cases", lambda: [tiny])
+    assert cli_bench.main(argparse.Namespace(json=False, rounds=1, threads=1)) == 0
+    out = capsys.readouterr().out
+    assert "\ntiny\n" in out and "median/call" in out
+    assert "the floor's steps, us per call: buffers_in" in out
+    assert not out.lstrip().startswith("{")  # a table, not JSON
 
 
 def test_bench_reports_every_path_of_every_program(capsys: pytest.CaptureFixture[str]) -> None:

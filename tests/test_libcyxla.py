@@ -13,8 +13,7 @@ import pytest
 import cyxla as cx
 from cyxla import _core
 
-from conftest import run_cyxla
-from native_api import Api, table
+from support import Api, run_cyxla, table
 
 
 def test_the_capsule_hands_out_libcyxlas_own_table() -> None:

@@ -18,7 +18,8 @@ import pytest
 
 import cyxla as cx
 
-from native_api import (
+from program_file_writer import metadata_text, pack, save
+from support import (
     INVALID_ARGUMENT,
     OK,
     OPTION_INT64,
@@ -32,7 +33,6 @@ from native_api import (
     RuntimeOptions,
     table,
 )
-from program_file_writer import metadata_text, pack, save
 from test_custom_calls import FACTOR, SOURCES, compile_cxx, scale_add
 
 
@@ -273,7 +273,7 @@ def test_a_lapack_target_without_python_is_refused_saying_how(tmp_path: Path) ->
     code = f"""
 import ctypes, sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
-from native_api import Api, Error, RuntimeOptions
+from support import Api, Error, RuntimeOptions
 library = ctypes.CDLL({cx.get_library()!r})
 library.cyxla_get_api.restype = ctypes.POINTER(Api)
 api = library.cyxla_get_api().contents
@@ -292,7 +292,7 @@ print(status, error.message.decode())
 
 
 def _plugin() -> str:
-    from conftest import plugin_library
+    from support import plugin_library
 
     return plugin_library()
 
@@ -361,7 +361,7 @@ def test_client_options_null_with_a_count_are_refused() -> None:
 _WITHOUT_PYTHONS_RUNTIME = """
 import ctypes, json, sys
 sys.path.insert(0, {tests!r})
-from native_api import Api, ClientOption, Error, Input, ProgramSpec, RuntimeOptions
+from support import Api, ClientOption, Error, Input, ProgramSpec, RuntimeOptions
 library = ctypes.CDLL({library!r})
 library.cyxla_get_api.restype = ctypes.POINTER(Api)
 api = library.cyxla_get_api().contents

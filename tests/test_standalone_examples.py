@@ -14,8 +14,8 @@ import pytest
 
 import cyxla as cx
 
-from conftest import plugin_library
 from program_file_writer import save
+from support import plugin_library
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "standalone"
 
