@@ -176,6 +176,10 @@ BAD_FILES: dict[str, tuple[Callable[[cx.Program], bytes], bytes]] = {
         _with_metadata("platform cpu\n", ""),
         b"the required key 'platform' is missing",
     ),
+    "a key twice": (
+        _with_metadata("platform cpu\n", "platform cpu\nplatform cuda\n"),
+        b"the key 'platform' appears twice",
+    ),
     "a line without a value": (_with_metadata("platform cpu\n", "platform\n"), b"'key value'"),
     "a CR": (_with_metadata("platform cpu\n", "platform cpu\r\n"), b"'key value'"),
     "unknown element type": (

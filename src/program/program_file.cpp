@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <utility>
 #include <limits>
 #include <optional>
 
@@ -77,7 +78,14 @@ TensorSpec tensor_spec(std::string_view value, std::string_view source, std::str
 }
 
 void parse_metadata(std::string_view text, std::string_view source, ProgramFile& file) {
-  bool has_name = false, has_platform = false, has_stablehlo = false, has_cyxla = false;
+  // The keys a file must have, once each, and where they go.
+  const std::pair<std::string_view, std::string*> required[] = {
+      {"name", &file.name},
+      {"platform", &file.platform},
+      {"stablehlo_version", &file.stablehlo_version},
+      {"cyxla_version", &file.cyxla_version},
+  };
+  bool seen[std::size(required)] = {};
   while (!text.empty()) {
     const size_t end = text.find('\n');
     if (end == std::string_view::npos) refuse(source, "malformed metadata: the last line has no LF");
@@ -89,26 +97,26 @@ void parse_metadata(std::string_view text, std::string_view source, ProgramFile&
     }
     const std::string_view key = line.substr(0, space);
     const std::string_view value = line.substr(space + 1);
-    if (key == "name") {
-      file.name = value, has_name = true;
-    } else if (key == "platform") {
-      file.platform = value, has_platform = true;
-    } else if (key == "stablehlo_version") {
-      file.stablehlo_version = value, has_stablehlo = true;
-    } else if (key == "cyxla_version") {
-      file.cyxla_version = value, has_cyxla = true;
-    } else if (key == "input") {
+    if (key == "input") {
       file.inputs.push_back(tensor_spec(value, source, line));
     } else if (key == "output") {
       file.outputs.push_back(tensor_spec(value, source, line));
     } else if (key == "custom_call") {
       file.custom_calls.emplace_back(value);
-    }  // other keys are for other readers (output_tree) or later versions: ignored
+    }
+    for (size_t i = 0; i < std::size(required); ++i) {
+      if (key != required[i].first) continue;
+      if (seen[i]) refuse(source, "malformed metadata: the key '" + std::string(key) + "' appears twice");
+      *required[i].second = value;
+      seen[i] = true;
+    }
+    // Other keys are for other readers (output_tree) or later versions: ignored.
   }
-  for (const auto& [present, key] : {std::pair{has_name, "name"}, {has_platform, "platform"},
-                                      {has_stablehlo, "stablehlo_version"},
-                                      {has_cyxla, "cyxla_version"}}) {
-    if (!present) refuse(source, std::string("malformed metadata: the required key '") + key + "' is missing");
+  for (size_t i = 0; i < std::size(required); ++i) {
+    if (!seen[i]) {
+      refuse(source, "malformed metadata: the required key '" + std::string(required[i].first) +
+                         "' is missing");
+    }
   }
 }
 
