@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
+from cyxla import _core
 
 from program_file_writer import metadata_text, pack, save
 from support import (
@@ -445,3 +446,16 @@ def test_a_handler_registered_from_c_runs_in_a_loaded_program(tmp_path: Path) ->
         assert report[step] == [OK, ""], (step, report[step])
     x = np.arange(6, dtype=np.float32)
     np.testing.assert_allclose(report["y"], x * FACTOR + 1, rtol=1e-6)
+
+
+def test_a_second_client_does_not_take_the_process_runtimes_place(
+    program: cx.Program, tmp_path: Path
+) -> None:
+    # Only cyxla.initialize's runtime (or cyxla_open_runtime's) is the process's: another
+    # client of the plugin, made and dropped, leaves the loader with Python's runtime.
+    loaded = cx.initialize(platform="cpu")
+    other = _core.Runtime.create(loaded.plugin, {"cpu_device_count": 1})
+    del other
+    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    assert status == OK, error.message
+    table().release_program(handle)

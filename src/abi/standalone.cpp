@@ -113,7 +113,9 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
                 "no PJRT plugin: set options->plugin_path or CYXLA_PJRT_PLUGIN to the plugin's "
                 "library (`python -m cyxla plugins` lists the installed ones)");
   }
-  return Runtime::create(pjrt::Plugin::load(path), values);
+  std::shared_ptr<Runtime> created = Runtime::create(pjrt::Plugin::load(path), values);
+  Runtime::make_current(created);
+  return created;
 }
 
 /// The handler every custom-call target of `file` needs, checked before compiling.

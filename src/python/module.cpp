@@ -163,6 +163,9 @@ NB_MODULE(_core, m) {
             return Runtime::create(std::move(plugin), values);
           },
           "plugin"_a, "options"_a)
+      // cyxla.initialize's runtime is the process's, which the C API's loader uses too.
+      .def("_make_current",
+           [](const std::shared_ptr<Runtime>& r) { Runtime::make_current(r); })
       .def_prop_ro("platform", &Runtime::platform)
       .def_prop_ro("platform_version", &Runtime::platform_version)
       .def_prop_ro("device_count", &Runtime::device_count)

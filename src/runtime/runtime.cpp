@@ -21,6 +21,11 @@ std::shared_ptr<Runtime> Runtime::current() {
   return current_runtime.lock();
 }
 
+void Runtime::make_current(const std::shared_ptr<Runtime>& runtime) {
+  std::lock_guard lock(current_mutex);
+  current_runtime = runtime;
+}
+
 std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plugin,
                                          const std::vector<pjrt::NamedValue>& options) {
   auto runtime = std::make_shared<Runtime>(Key{}, std::move(plugin));
@@ -55,8 +60,6 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
   }
   runtime->device_ = devices.addressable_devices[0];
   runtime->device_count_ = devices.num_addressable_devices;
-  std::lock_guard lock(current_mutex);
-  current_runtime = runtime;
   return runtime;
 }
 
