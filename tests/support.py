@@ -157,7 +157,8 @@ F8E5M2 = 19  # PJRT_Buffer_Type_F8E5M2: a type cyxla does not carry
 
 # ------------------------------------------------------------------ the native API (cyxla/cyxla.h)
 
-OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL, BUSY = range(7)
+OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL, BUSY, PROGRAM_FILE = range(8)
+OPTION_STRING, OPTION_INT64, OPTION_FLOAT, OPTION_BOOL = range(4)
 
 
 class Error(ctypes.Structure):
@@ -189,6 +190,24 @@ class ProgramSpec(ctypes.Structure):
 
 #: sizeof(cyxla_ProgramSpec) in ABI version 1, before the batch sizes.
 SPEC_SIZE_V1 = ProgramSpec.num_batch_sizes.offset
+
+class ClientOption(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("type", ctypes.c_int),
+        ("string_value", ctypes.c_char_p),
+        ("int64_value", ctypes.c_int64),
+        ("float_value", ctypes.c_double),
+    ]
+
+
+class RuntimeOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("plugin_path", ctypes.c_char_p),
+        ("client_options", ctypes.POINTER(ClientOption)),
+        ("num_client_options", ctypes.c_size_t),
+    ]
 
 
 GetSpec = ctypes.CFUNCTYPE(
@@ -228,6 +247,20 @@ Bind = ctypes.CFUNCTYPE(
 )
 CallBound = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(Error))
 Unbind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(Error))
+OpenRuntime = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(RuntimeOptions), ctypes.POINTER(Error))
+CloseRuntime = ctypes.CFUNCTYPE(None)
+LoadProgram = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(Error)
+)
+ReleaseProgram = ctypes.CFUNCTYPE(None, ctypes.c_uint64)
+RegisterFfiHandler = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_char_p,
+    ctypes.c_void_p,
+    ctypes.c_char_p,
+    ctypes.c_uint32,
+    ctypes.POINTER(Error),
+)
 
 
 class Api(ctypes.Structure):
@@ -244,6 +277,11 @@ class Api(ctypes.Structure):
         ("bind", Bind),
         ("call_bound", CallBound),
         ("unbind", Unbind),
+        ("open_runtime", OpenRuntime),
+        ("close_runtime", CloseRuntime),
+        ("load_program", LoadProgram),
+        ("release_program", ReleaseProgram),
+        ("register_ffi_handler", RegisterFfiHandler),
     ]
 
 

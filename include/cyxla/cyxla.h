@@ -12,6 +12,13 @@
  * after which cyxla_execute(...) and the other functions below call into the table. In
  * C++, prefer <cyxla/cyxla.hpp>; in Cython, cimport cyxla._runtime.
  *
+ * A process without Python (a C or C++ application, a worker) includes this header
+ * without Python.h and links libcyxla (find_package(cyxla), pkg-config cyxla): the same
+ * functions then call the table that libcyxla exports (cyxla_get_api). It opens the
+ * runtime with a plugin (cyxla_open_runtime), loads a program file that Python saved
+ * (cyxla_load_program), and runs it with cyxla_get_spec and cyxla_execute. In a Python
+ * process the capsule hands out that same table: one runtime, one set of executables.
+ *
  * Versions. CYXLA_ABI_VERSION counts changes of this header. The table and every struct
  * here only grow at the end: a runtime serves modules built against its own version or
  * an older one down to CYXLA_ABI_OLDEST_COMPATIBLE, and cyxla_import() refuses a runtime
@@ -29,7 +36,8 @@
  * cyxla_execute with a released spec, or after the executable was freed, returns
  * CYXLA_ERROR_RELEASED instead of crashing. Release a spec only when no thread is
  * still executing with it. Nothing here takes the GIL or calls Python, except
- * cyxla_import.
+ * cyxla_import. cyxla_open_runtime, cyxla_load_program and cyxla_register_ffi_handler
+ * may be called from any thread; they compile or load, so keep them off hot paths.
  */
 #ifndef CYXLA_CYXLA_H_
 #define CYXLA_CYXLA_H_
@@ -45,8 +53,11 @@ extern "C" {
 #endif
 
 /* 1 (2026-12): the first version.
- * 2 (2026-12): batches (cyxla_execute_batch, the batch sizes in cyxla_ProgramSpec), bound
- *   calls (cyxla_bind, cyxla_call_bound, cyxla_unbind) and CYXLA_ERROR_BUSY. */
+ * 2 (2026-12): batches (cyxla_execute_batch, the batch sizes in cyxla_ProgramSpec); bound
+ *   calls (cyxla_bind, cyxla_call_bound, cyxla_unbind) and CYXLA_ERROR_BUSY; a process
+ *   without Python: cyxla_get_api, cyxla_open_runtime and cyxla_close_runtime,
+ *   cyxla_load_program and cyxla_release_program (program files),
+ *   cyxla_register_ffi_handler, and CYXLA_ERROR_PROGRAM_FILE. */
 #define CYXLA_ABI_VERSION 2
 #define CYXLA_ABI_OLDEST_COMPATIBLE 1
 #define CYXLA_CAPSULE_NAME "cyxla._core._C_API"
@@ -63,6 +74,8 @@ typedef enum cyxla_Status {
   CYXLA_ERROR_PJRT = 4,             /* the plugin reported an error */
   CYXLA_ERROR_INTERNAL = 5,         /* out of memory or a bug in cyxla */
   CYXLA_ERROR_BUSY = 6,             /* another thread is in a call of the same bound call */
+  CYXLA_ERROR_PROGRAM_FILE = 7,     /* not a program file, a newer format, truncated, altered
+                                       or malformed: the message says which (ABI 2) */
 } cyxla_Status;
 
 /* Where a failing call explains itself. Pass NULL where the message is not wanted. */
@@ -111,6 +124,34 @@ typedef struct cyxla_ProgramSpec {
   size_t num_batch_sizes;
   const size_t* batch_sizes;
 } cyxla_ProgramSpec;
+
+/* The type of a client option's value (ABI 2). */
+typedef enum cyxla_OptionType {
+  CYXLA_OPTION_STRING = 0,
+  CYXLA_OPTION_INT64 = 1,
+  CYXLA_OPTION_FLOAT = 2,
+  CYXLA_OPTION_BOOL = 3,
+} cyxla_OptionType;
+
+/* One option of the plugin's client, e.g. {"cpu_device_count", CYXLA_OPTION_INT64,
+ * .int64_value = 1}. The field of `type` is read: string_value (NUL-terminated),
+ * int64_value, float_value, or int64_value (0 or 1) for a bool. */
+typedef struct cyxla_ClientOption {
+  const char* name;
+  cyxla_OptionType type;
+  const char* string_value;
+  int64_t int64_value;
+  double float_value; /* passed to the plugin as a float */
+} cyxla_ClientOption;
+
+/* How cyxla_open_runtime opens the runtime (ABI 2). Zero-initialise it and set
+ * struct_size:  cyxla_RuntimeOptions options = {.struct_size = sizeof options}; */
+typedef struct cyxla_RuntimeOptions {
+  size_t struct_size;
+  const char* plugin_path; /* the PJRT plugin's library; NULL: $CYXLA_PJRT_PLUGIN */
+  const cyxla_ClientOption* client_options;
+  size_t num_client_options;
+} cyxla_RuntimeOptions;
 
 /* The function table. Entries are only appended; retired slots stay, set to NULL. */
 typedef struct cyxla_Api {
@@ -179,6 +220,32 @@ typedef struct cyxla_Api {
   cyxla_Status (*call_bound)(uint64_t bound, cyxla_Error* error);
   /* Ends the bound call; CYXLA_ERROR_RELEASED for one that was unbound already. */
   cyxla_Status (*unbind)(uint64_t bound, cyxla_Error* error);
+
+  /* Version 2: a process without Python. */
+  /* Opens the process's runtime: loads the plugin at options->plugin_path (NULL or no
+   * options: $CYXLA_PJRT_PLUGIN) and creates its client with the client options. A
+   * process has one runtime: when one is open already (Python's, or an earlier call's),
+   * it is shared, and a plugin_path naming another plugin is refused. Each successful
+   * call is matched by one cyxla_close_runtime. */
+  cyxla_Status (*open_runtime)(const cyxla_RuntimeOptions* options, cyxla_Error* error);
+  /* Drops the hold of one cyxla_open_runtime; after the last, the runtime is freed once
+   * the programs loaded on it are released. The plugin stays loaded. */
+  void (*close_runtime)(void);
+  /* Reads the program file at `path` (Program.save in Python), checks it (format,
+   * size, CRC, metadata: CYXLA_ERROR_PROGRAM_FILE), checks that this runtime's platform
+   * is the file's and that every custom-call target it calls has a handler, compiles it
+   * with the file's compile options, and stores a handle for cyxla_get_spec in `*handle`.
+   * Needs an open runtime. */
+  cyxla_Status (*load_program)(const char* path, uint64_t* handle, cyxla_Error* error);
+  /* Drops the handle of cyxla_load_program; specs taken from it stay valid until they
+   * are released. */
+  void (*release_program)(uint64_t handle);
+  /* Registers `handler`, an XLA_FFI_Handler* (XLA_FFI_DEFINE_HANDLER), as the custom-call
+   * target `target` of `platform` ("cpu", "cuda" or "rocm") with XLA_FFI_Handler_Traits
+   * `traits`, on the open runtime's plugin; before cyxla_load_program of a program that
+   * calls it. The handler must stay loaded as long as the process runs programs. */
+  cyxla_Status (*register_ffi_handler)(const char* target, void* handler, const char* platform,
+                                       uint32_t traits, cyxla_Error* error);
 } cyxla_Api;
 
 #ifdef __cplusplus
@@ -249,6 +316,46 @@ static inline cyxla_Status cyxla_not_imported(cyxla_Error* error) {
   return CYXLA_ERROR_INTERNAL;
 }
 
+#else /* no Python: the table of the libcyxla this program is linked with */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* libcyxla's table; the wrappers below check its version once. */
+const cyxla_Api* cyxla_get_api(void);
+#ifdef __cplusplus
+}
+#endif
+
+static const cyxla_Api* cyxla_api_table = NULL;
+
+/* The table, or NULL when the libcyxla loaded is older than this header. */
+static inline const cyxla_Api* cyxla_api(void) {
+  const cyxla_Api* api = __atomic_load_n(&cyxla_api_table, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(api != NULL, 1)) return api;
+  api = cyxla_get_api();
+  if (api->abi_version < CYXLA_ABI_VERSION || CYXLA_ABI_VERSION < api->oldest_compatible ||
+      api->struct_size < sizeof(cyxla_Api)) {
+    return NULL;
+  }
+  __atomic_store_n(&cyxla_api_table, api, __ATOMIC_RELEASE);
+  return api;
+}
+
+static inline cyxla_Status cyxla_not_imported(cyxla_Error* error) {
+  if (error != NULL) {
+    const cyxla_Api* api = cyxla_get_api();
+    error->status = CYXLA_ERROR_INTERNAL;
+    snprintf(error->message, sizeof(error->message),
+             "this program was built against cyxla ABI version %d, but the libcyxla it "
+             "loaded serves versions %d to %d; rebuild it against the installed cyxla",
+             CYXLA_ABI_VERSION, api->oldest_compatible, api->abi_version);
+  }
+  return CYXLA_ERROR_INTERNAL;
+}
+
+#endif /* PY_VERSION_HEX */
+
 static inline cyxla_Status cyxla_get_spec(uint64_t handle, cyxla_ProgramSpec* spec,
                                           cyxla_Error* error) {
   const cyxla_Api* api = cyxla_api();
@@ -306,6 +413,34 @@ static inline cyxla_Status cyxla_unbind(uint64_t bound, cyxla_Error* error) {
   return api != NULL ? api->unbind(bound, error) : cyxla_not_imported(error);
 }
 
-#endif /* PY_VERSION_HEX */
+static inline cyxla_Status cyxla_open_runtime(const cyxla_RuntimeOptions* options,
+                                              cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->open_runtime(options, error) : cyxla_not_imported(error);
+}
+
+static inline void cyxla_close_runtime(void) {
+  const cyxla_Api* api = cyxla_api();
+  if (api != NULL) api->close_runtime();
+}
+
+static inline cyxla_Status cyxla_load_program(const char* path, uint64_t* handle,
+                                              cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->load_program(path, handle, error) : cyxla_not_imported(error);
+}
+
+static inline void cyxla_release_program(uint64_t handle) {
+  const cyxla_Api* api = cyxla_api();
+  if (api != NULL) api->release_program(handle);
+}
+
+static inline cyxla_Status cyxla_register_ffi_handler(const char* target, void* handler,
+                                                      const char* platform, uint32_t traits,
+                                                      cyxla_Error* error) {
+  const cyxla_Api* api = cyxla_api();
+  return api != NULL ? api->register_ffi_handler(target, handler, platform, traits, error)
+                     : cyxla_not_imported(error);
+}
 
 #endif /* CYXLA_CYXLA_H_ */

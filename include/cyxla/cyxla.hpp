@@ -1,8 +1,14 @@
-// A header-only C++ layer over cyxla's C API (cyxla.h): RAII for specs and host memory,
-// spans, and exceptions on the caller's side of the boundary.
+// A header-only C++ layer over cyxla's C API (cyxla.h): RAII for the runtime, specs and
+// host memory, spans, and exceptions on the caller's side of the boundary.
 //
+// In an extension module (Python.h is included, unless CYXLA_STANDALONE is defined):
 //   cyxla::native::import();                        // at module init, with the GIL
 //   cyxla::native::Program program(handle);         // handle: Executable.handle
+// In an application without Python (linked with cyxla::cyxla, which defines
+// CYXLA_STANDALONE):
+//   cyxla::native::Runtime runtime;                 // the plugin of $CYXLA_PJRT_PLUGIN
+//   auto program = cyxla::native::Program::load("model.cyxla");
+// Then, either way:
 //   cyxla::native::HostArray x(program.input_bytes(0));
 //   ... fill x.data() ...
 //   program.execute({x.input(program.input_type(0))}, {y.data()});   // any thread, no GIL
@@ -14,7 +20,11 @@
 #ifndef CYXLA_CYXLA_HPP_
 #define CYXLA_CYXLA_HPP_
 
+#if !defined(CYXLA_STANDALONE) && defined(__has_include)
+#if __has_include(<Python.h>)
 #include <Python.h>
+#endif
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +50,7 @@ class Error : public std::runtime_error {
   cyxla_Status status_;
 };
 
+#ifdef PY_VERSION_HEX
 /// Imports the function table; call with the GIL held, e.g. in the module's init.
 /// Throws std::runtime_error with the Python error's text (the Python error is cleared).
 inline void import() {
@@ -59,6 +70,37 @@ inline void import() {
   PyErr_Clear();
   throw std::runtime_error(message);
 }
+#endif  // PY_VERSION_HEX
+
+/// The process's runtime, held open for this object's life (cyxla_open_runtime and
+/// cyxla_close_runtime). A process has one: a second Runtime, or Python's, shares it.
+class Runtime {
+ public:
+  /// Opens the plugin at `plugin_path` (null: $CYXLA_PJRT_PLUGIN) with client `options`.
+  explicit Runtime(const char* plugin_path = nullptr,
+                   std::span<const cyxla_ClientOption> options = {}) {
+    cyxla_RuntimeOptions o{};
+    o.struct_size = sizeof(o);
+    o.plugin_path = plugin_path;
+    o.client_options = options.data();
+    o.num_client_options = options.size();
+    cyxla_Error error{};
+    if (cyxla_open_runtime(&o, &error) != CYXLA_OK) throw Error(error);
+  }
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime() { cyxla_close_runtime(); }
+
+  /// Registers the XLA_FFI_Handler* `handler` as custom-call target `target` of
+  /// `platform` ("cpu", "cuda", "rocm"); before loading a program that calls it.
+  void register_ffi_handler(const char* target, void* handler, const char* platform = "cpu",
+                            uint32_t traits = 0) const {
+    cyxla_Error error{};
+    if (cyxla_register_ffi_handler(target, handler, platform, traits, &error) != CYXLA_OK) {
+      throw Error(error);
+    }
+  }
+};
 
 /// Host memory aligned for zero-copy inputs, freed on destruction.
 class HostArray {
@@ -104,6 +146,20 @@ class Program {
     spec_.struct_size = sizeof(spec_);
     cyxla_Error error{};
     if (cyxla_get_spec(handle, &spec_, &error) != CYXLA_OK) throw Error(error);
+  }
+
+  /// Loads and compiles the program file at `path` (Program.save in Python) on the open
+  /// runtime; throws Error saying what is wrong with a bad file.
+  static Program load(const std::string& path) {
+    uint64_t handle = 0;
+    cyxla_Error error{};
+    if (cyxla_load_program(path.c_str(), &handle, &error) != CYXLA_OK) throw Error(error);
+    // The spec holds the executable; the loader's handle is no longer needed.
+    struct Release {
+      uint64_t handle;
+      ~Release() { cyxla_release_program(handle); }
+    } release{handle};
+    return Program(handle);
   }
   Program(Program&& other) noexcept : spec_(other.spec_) { other.spec_.executable = 0; }
   Program& operator=(Program&& other) noexcept {

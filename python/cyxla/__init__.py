@@ -3,7 +3,16 @@ from native code without the GIL."""
 
 from __future__ import annotations
 
-from cyxla._abi import ABI_VERSION, HOST_ALIGNMENT, abi_version, check_abi, get_include
+from cyxla._abi import (
+    ABI_VERSION,
+    HOST_ALIGNMENT,
+    abi_version,
+    check_abi,
+    get_cmake_dir,
+    get_include,
+    get_library,
+    get_pkgconfig_dir,
+)
 from cyxla._backend import LoadedPlugin, initialize
 from cyxla._batched_executable import BatchedExecutable, compile_batched
 from cyxla._batched_lowering import lower_batched
@@ -75,7 +84,10 @@ __all__ = [
     "check_abi",
     "compile_batched",
     "compile_program",
+    "get_cmake_dir",
     "get_include",
+    "get_library",
+    "get_pkgconfig_dir",
     "initialize",
     "library_identity",
     "load_lowered",

@@ -1,5 +1,6 @@
 """`python -m cyxla`: list plugins, report the environment, run the demo or the benchmark, show
-and empty the disk cache, export a function as a program file."""
+and empty the disk cache, export a function as a program file; `--cmake-dir` and
+`--pkgconfig-dir` print where native builds find cyxla."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from cyxla._abi import get_cmake_dir, get_pkgconfig_dir
 from cyxla._cli import bench, cache, demo, export, info, plugins
 
 _COMMANDS = {
@@ -27,12 +29,22 @@ _ARGUMENTS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cyxla", description=__doc__)
+    # Where native builds find cyxla, as pybind11 and nanobind print it.
+    parser.add_argument(
+        "--cmake-dir", action="store_true", help="print the directory of cyxlaConfig.cmake"
+    )
+    parser.add_argument(
+        "--pkgconfig-dir", action="store_true", help="print the directory of cyxla.pc"
+    )
     commands = parser.add_subparsers(dest="command")
     for name, (_, help_text) in _COMMANDS.items():
         command = commands.add_parser(name, help=help_text)
         if name in _ARGUMENTS:
             _ARGUMENTS[name](command)
     args = parser.parse_args(argv)
+    if args.cmake_dir or args.pkgconfig_dir:
+        print(get_cmake_dir() if args.cmake_dir else get_pkgconfig_dir())
+        return 0
     run, _ = _COMMANDS[args.command or "plugins"]
     return run(args) if args.command in _ARGUMENTS else run()
 

@@ -1,4 +1,5 @@
-"""What extension modules need at build and import time: headers and the ABI check."""
+"""What native code needs at build and import time: headers, the ABI check, and where
+libcyxla and its CMake and pkg-config files are."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from cyxla import _core
 from cyxla._errors import AbiVersionError
 from cyxla._version import __version__
 
-__all__ = ["ABI_VERSION", "HOST_ALIGNMENT", "abi_version", "check_abi", "get_include"]
+__all__ = [
+    "ABI_VERSION",
+    "HOST_ALIGNMENT",
+    "abi_version",
+    "check_abi",
+    "get_cmake_dir",
+    "get_include",
+    "get_library",
+    "get_pkgconfig_dir",
+]
 
 #: The version of the native API (include/cyxla/cyxla.h) this cyxla provides.
 ABI_VERSION: int = _core.ABI_VERSION
@@ -52,5 +62,32 @@ def get_include() -> list[str]:
     The first holds `cyxla/cyxla.h`, `cyxla/cyxla.hpp` and `cyxla/element_type.h`; pass the
     second to Cython with -I so that `cimport cyxla._runtime` finds the declarations.
     """
-    package = Path(__file__).resolve().parent
-    return [str(package / "include"), str(package.parent)]
+    return [str(_installed() / "include"), str(Path(__file__).resolve().parent.parent)]
+
+
+def _installed() -> Path:
+    """Where the built files are: beside the extension module (in an editable install the
+    Python files stay in the source tree, the built ones do not)."""
+    return Path(_core.__file__).resolve().parent
+
+
+def get_cmake_dir() -> str:
+    """The directory of cyxla's CMake package (`cyxlaConfig.cmake`).
+
+    Add it to `CMAKE_PREFIX_PATH` or pass it as `-Dcyxla_DIR=...`, then
+    `find_package(cyxla CONFIG REQUIRED)` gives the target `cyxla::cyxla` (libcyxla and
+    its headers). `python -m cyxla --cmake-dir` prints it.
+    """
+    return str(_installed() / "share" / "cmake" / "cyxla")
+
+
+def get_pkgconfig_dir() -> str:
+    """The directory of `cyxla.pc`: add it to `PKG_CONFIG_PATH` for `pkg-config cyxla`.
+    `python -m cyxla --pkgconfig-dir` prints it."""
+    return str(_installed() / "lib" / "pkgconfig")
+
+
+def get_library() -> str:
+    """The path of libcyxla.so, the runtime that C and C++ applications link and that
+    cyxla's extension module uses too."""
+    return str(_installed() / "lib" / "libcyxla.so")

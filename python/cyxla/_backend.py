@@ -148,6 +148,8 @@ def initialize(
         loaded = _create(path, wanted, options, by_path)
         _compat.check_on_load(loaded.plugin, loaded.library)  # jaxlib newer: say so
         registry.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
+        # The process's runtime: cyxla_open_runtime and cyxla_load_program use it too.
+        loaded.runtime._make_current()
         _loaded = loaded
         return _loaded
 

@@ -5,7 +5,7 @@
 # Build with the directories of cyxla.get_include() (headers for the C compiler, the
 # second for Cython's -I), and call cyxla.check_abi(ABI_VERSION) at import.
 
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 from cyxla._pjrt cimport PJRT_Buffer_Type
 
@@ -23,6 +23,26 @@ cdef extern from "cyxla/cyxla.h" nogil:
         ERROR_PJRT "CYXLA_ERROR_PJRT"
         ERROR_INTERNAL "CYXLA_ERROR_INTERNAL"
         ERROR_BUSY "CYXLA_ERROR_BUSY"
+        ERROR_PROGRAM_FILE "CYXLA_ERROR_PROGRAM_FILE"
+
+    ctypedef enum OptionType "cyxla_OptionType":
+        OPTION_STRING "CYXLA_OPTION_STRING"
+        OPTION_INT64 "CYXLA_OPTION_INT64"
+        OPTION_FLOAT "CYXLA_OPTION_FLOAT"
+        OPTION_BOOL "CYXLA_OPTION_BOOL"
+
+    ctypedef struct ClientOption "cyxla_ClientOption":
+        const char* name
+        OptionType type
+        const char* string_value
+        int64_t int64_value
+        double float_value
+
+    ctypedef struct RuntimeOptions "cyxla_RuntimeOptions":
+        size_t struct_size
+        const char* plugin_path
+        const ClientOption* client_options
+        size_t num_client_options
 
     ctypedef struct Error "cyxla_Error":
         Status status
@@ -65,6 +85,12 @@ cdef extern from "cyxla/cyxla.h" nogil:
         void* const* outputs, size_t num_outputs, uint64_t* bound, Error* error)
     Status call_bound "cyxla_call_bound"(uint64_t bound, Error* error)
     Status unbind "cyxla_unbind"(uint64_t bound, Error* error)
+    Status open_runtime "cyxla_open_runtime"(const RuntimeOptions* options, Error* error)
+    void close_runtime "cyxla_close_runtime"()
+    Status load_program "cyxla_load_program"(const char* path, uint64_t* handle, Error* error)
+    void release_program "cyxla_release_program"(uint64_t handle)
+    Status register_ffi_handler "cyxla_register_ffi_handler"(
+        const char* target, void* handler, const char* platform, uint32_t traits, Error* error)
 
 
 cdef extern from "cyxla/cyxla.h":

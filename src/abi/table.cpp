@@ -4,9 +4,7 @@
 #include "abi/table.hpp"
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstring>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -14,6 +12,8 @@
 #include <vector>
 
 #include "abi/registry.hpp"
+#include "abi/standalone.hpp"
+#include "abi/status.hpp"
 #include "common/error.hpp"
 #include "runtime/bound_call.hpp"
 #include "runtime/element_type.hpp"
@@ -22,50 +22,6 @@
 
 namespace cyxla::abi {
 namespace {
-
-/// Records a failure in `error` (if given) without touching the heap; returns `status`.
-[[gnu::cold, gnu::format(printf, 3, 4)]] cyxla_Status fail(cyxla_Error* error,
-                                                           cyxla_Status status,
-                                                           const char* format,
-                                                           ...) noexcept {
-  if (error != nullptr) {
-    error->status = status;
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(error->message, sizeof(error->message), format, args);
-    va_end(args);
-  }
-  return status;
-}
-
-cyxla_Status succeed(cyxla_Error* error) noexcept {
-  if (error != nullptr) {
-    error->status = CYXLA_OK;
-    error->message[0] = '\0';
-  }
-  return CYXLA_OK;
-}
-
-/// Records the exception being handled in `error`; called from a catch block.
-[[gnu::cold]] cyxla_Status fail_with_current_exception(cyxla_Error* error,
-                                                       const char* function) noexcept {
-  try {
-    throw;
-  } catch (const Error& e) {
-    const ErrorKind kind = e.kind();
-    const cyxla_Status status = kind == ErrorKind::InvalidArgument ? CYXLA_ERROR_INVALID_ARGUMENT
-                                : kind == ErrorKind::TypeMismatch  ? CYXLA_ERROR_TYPE_MISMATCH
-                                                                   : CYXLA_ERROR_PJRT;
-    return fail(error, status, "%s: %s", function, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(error, CYXLA_ERROR_INTERNAL, "%s: out of memory", function);
-    // GCOVR_EXCL_START: the core throws only cyxla::Error and std::bad_alloc; this arm only
-    // keeps any other exception from crossing the C ABI.
-  } catch (...) {
-    return fail(error, CYXLA_ERROR_INTERNAL, "%s: unexpected error", function);
-  }
-  // GCOVR_EXCL_STOP
-}
 
 /// The bytes of version 1's cyxla_ProgramSpec: a caller's struct_size must be at least
 /// this. A larger one (a caller of this or a newer version) is accepted; only the prefix
@@ -421,7 +377,10 @@ static_assert(noexcept(get_spec(0, nullptr, nullptr)) && noexcept(release_spec(n
               noexcept(aligned_memory(0)) && noexcept(free_aligned(nullptr)) &&
               noexcept(execute_batch(nullptr, 0, nullptr, 0, nullptr, 0, nullptr)) &&
               noexcept(bind(nullptr, nullptr, 0, nullptr, 0, nullptr, nullptr)) &&
-              noexcept(call_bound(0, nullptr)) && noexcept(unbind(0, nullptr)));
+              noexcept(call_bound(0, nullptr)) && noexcept(unbind(0, nullptr)) &&
+              noexcept(open_runtime(nullptr, nullptr)) && noexcept(close_runtime()) &&
+              noexcept(load_program(nullptr, nullptr, nullptr)) && noexcept(release_program(0)) &&
+              noexcept(register_ffi_handler(nullptr, nullptr, nullptr, 0, nullptr)));
 
 constexpr cyxla_Api kTable = {
     sizeof(cyxla_Api),
@@ -432,11 +391,16 @@ constexpr cyxla_Api kTable = {
     &execute,
     &aligned_memory,
     &free_aligned,
-    // 2: batches, bound calls
+    // 2: batches, bound calls, a process without Python
     &execute_batch,
     &bind,
     &call_bound,
     &unbind,
+    &open_runtime,
+    &close_runtime,
+    &load_program,
+    &release_program,
+    &register_ffi_handler,
 };
 
 }  // namespace
@@ -444,3 +408,6 @@ constexpr cyxla_Api kTable = {
 const cyxla_Api& table() noexcept { return kTable; }
 
 }  // namespace cyxla::abi
+
+// The table for callers without Python (cyxla.h), exported by libcyxla.
+extern "C" const cyxla_Api* cyxla_get_api(void) { return &cyxla::abi::table(); }

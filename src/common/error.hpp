@@ -14,6 +14,7 @@ enum class ErrorKind {
   PluginVersion,    // the plugin speaks a PJRT API version cyxla cannot use
   Compile,          // the plugin refused to compile a program
   Pjrt,             // any other error the plugin reported
+  ProgramFile,      // a program file that is malformed, altered, truncated or too new
 };
 
 class Error : public std::runtime_error {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "pjrt/xla_ffi.hpp"
@@ -62,8 +63,9 @@ struct PluginFfi {
   const xla_ffi::Api* api = nullptr;  // null when XLA never made a metadata call
 };
 
-std::mutex mutex;  // guards `known` and the probe's report below
+std::mutex mutex;  // guards `known`, `registered` and the probe's report below
 std::unordered_map<const PJRT_Api*, PluginFfi> known;
+std::unordered_map<const PJRT_Api*, std::unordered_set<std::string>> registered;
 const xla_ffi::Api* probed_api = nullptr;  // set by the probe handler, under `mutex`
 
 bool is_metadata_call(const xla_ffi::CallFrame* frame) {
@@ -260,7 +262,14 @@ FfiRegistration register_ffi_handler(const Plugin& plugin, std::string_view name
     registration.handler = handler_version(ffi.api, handler, name, registration.plugin);
   }
   call_register(plugin, ffi, name, handler, platform, traits);
+  registered[plugin.api()].emplace(name);
   return registration;
+}
+
+bool has_ffi_handler(const Plugin& plugin, std::string_view name) {
+  std::lock_guard lock(mutex);
+  const auto it = registered.find(plugin.api());
+  return it != registered.end() && it->second.contains(std::string(name));
 }
 
 }  // namespace cyxla::pjrt

@@ -41,4 +41,8 @@ FfiRegistration register_ffi_handler(const Plugin& plugin, std::string_view name
                                      const void* handler, std::string_view platform,
                                      uint32_t traits);
 
+/// Whether a handler was registered as target `name` with `plugin` in this process (by
+/// Python's registry or from C). XLA may still have dropped it (see above).
+bool has_ffi_handler(const Plugin& plugin, std::string_view name);
+
 }  // namespace cyxla::pjrt

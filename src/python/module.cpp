@@ -72,8 +72,10 @@ std::vector<pjrt::NamedValue> to_named_values(const nb::dict& options) {
 
 /// The Python error class of `kind`, from cyxla._errors (looked up on the cold path).
 nb::object error_class(ErrorKind kind) {
-  static constexpr std::array names = {"InvalidArgumentError", "DtypeError", "PluginLoadError",
-                                       "PluginVersionError", "CompileError", "PjrtError"};
+  static constexpr std::array names = {"InvalidArgumentError", "DtypeError",
+                                       "PluginLoadError",      "PluginVersionError",
+                                       "CompileError",         "PjrtError",
+                                       "InvalidArgumentError"};
   return nb::module_::import_("cyxla._errors").attr(names[static_cast<size_t>(kind)]);
 }
 
@@ -163,6 +165,9 @@ NB_MODULE(_core, m) {
             return Runtime::create(std::move(plugin), values);
           },
           "plugin"_a, "options"_a)
+      // cyxla.initialize's runtime is the process's, which the C API's loader uses too.
+      .def("_make_current",
+           [](const std::shared_ptr<Runtime>& r) { Runtime::make_current(r); })
       .def_prop_ro("platform", &Runtime::platform)
       .def_prop_ro("platform_version", &Runtime::platform_version)
       .def_prop_ro("device_count", &Runtime::device_count)

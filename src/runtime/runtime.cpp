@@ -3,11 +3,28 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 
 #include "runtime/element_type.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla {
+namespace {
+
+std::mutex current_mutex;
+std::weak_ptr<Runtime> current_runtime;  // guarded by current_mutex
+
+}  // namespace
+
+std::shared_ptr<Runtime> Runtime::current() {
+  std::lock_guard lock(current_mutex);
+  return current_runtime.lock();
+}
+
+void Runtime::make_current(const std::shared_ptr<Runtime>& runtime) {
+  std::lock_guard lock(current_mutex);
+  current_runtime = runtime;
+}
 
 std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plugin,
                                          const std::vector<pjrt::NamedValue>& options) {

@@ -19,6 +19,12 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Creates a client of `plugin` with `options` and picks its first addressable device.
   static std::shared_ptr<Runtime> create(std::shared_ptr<const pjrt::Plugin> plugin,
                                          const std::vector<pjrt::NamedValue>& options);
+  /// The process's runtime while it lives, or null: the one that Python's
+  /// cyxla.initialize or C's cyxla_open_runtime made current. Other runtimes (a test's
+  /// second client) never are.
+  static std::shared_ptr<Runtime> current();
+  /// Makes `runtime` the process's runtime (not owned: it stays current while it lives).
+  static void make_current(const std::shared_ptr<Runtime>& runtime);
 
   const pjrt::Plugin& plugin() const noexcept { return *plugin_; }
   PJRT_Client* client() const noexcept { return client_.get(); }

@@ -1,0 +1,17 @@
+# find_package(cyxla CONFIG) for an installed cyxla wheel: the imported target cyxla::cyxla
+# (libcyxla.so and the headers of include/cyxla). Found relative to this file, so the
+# package may be moved; cyxla.get_cmake_dir() prints this directory.
+get_filename_component(_cyxla_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET cyxla::cyxla)
+  add_library(cyxla::cyxla SHARED IMPORTED)
+  set_target_properties(cyxla::cyxla PROPERTIES
+    IMPORTED_LOCATION "${_cyxla_prefix}/lib/libcyxla.so"
+    IMPORTED_SONAME "libcyxla.so"
+    INTERFACE_INCLUDE_DIRECTORIES "${_cyxla_prefix}/include"
+    # cyxla.hpp without Python: the runtime comes from libcyxla, not from cyxla._core.
+    INTERFACE_COMPILE_DEFINITIONS "CYXLA_STANDALONE"
+  )
+endif()
+set(cyxla_INCLUDE_DIR "${_cyxla_prefix}/include")
+set(cyxla_LIBRARY "${_cyxla_prefix}/lib/libcyxla.so")
+unset(_cyxla_prefix)

@@ -1,0 +1,257 @@
+// Opening the process's runtime, loading program files onto it and registering custom-call
+// handlers with its plugin, for callers without Python. In a Python process the runtime
+// that cyxla.initialize created is the one these use (Runtime::current).
+#include "abi/standalone.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "abi/registry.hpp"
+#include "abi/status.hpp"
+#include "common/error.hpp"
+#include "pjrt/ffi.hpp"
+#include "program/executable_cache.hpp"
+#include "program/program_file.hpp"
+#include "runtime/executable.hpp"
+#include "runtime/runtime.hpp"
+
+namespace cyxla::abi {
+namespace {
+
+/// The runtime the C callers hold open, and how many opens hold it.
+std::mutex open_mutex;
+std::shared_ptr<Runtime> held;  // guarded by open_mutex
+size_t opens = 0;               // guarded by open_mutex
+
+/// Custom calls that XLA expands itself: no handler needed (the same list as Python's
+/// cyxla._ffi.checks.XLA_BUILTIN_TARGETS).
+constexpr std::array<std::string_view, 15> kBuiltinTargets = {
+    "AllocateBuffer",
+    "ApproxTopK",
+    "Eigh",
+    "LuDecomposition",
+    "ProductOfElementaryHouseholderReflectors",
+    "Qr",
+    "SPMDFullToShardShape",
+    "SPMDShardToFullShape",
+    "Sharding",
+    "annotate_device_placement",
+    "shape_assertion",
+    "stablehlo.dynamic_approx_top_k",
+    "stablehlo.dynamic_reduce_window",
+    "stablehlo.dynamic_rng_bit_generator",
+    "stablehlo.dynamic_top_k",
+};
+
+std::vector<pjrt::NamedValue> client_options(const cyxla_RuntimeOptions& options) {
+  if (options.num_client_options != 0 && options.client_options == nullptr) {
+    throw Error(ErrorKind::InvalidArgument,
+                "options->client_options is NULL, but num_client_options is " +
+                    std::to_string(options.num_client_options));
+  }
+  std::vector<pjrt::NamedValue> values;
+  for (size_t i = 0; i < options.num_client_options; ++i) {
+    const cyxla_ClientOption& o = options.client_options[i];
+    if (o.name == nullptr) {
+      throw Error(ErrorKind::InvalidArgument, "client option " + std::to_string(i) + " has no name");
+    }
+    switch (o.type) {
+      case CYXLA_OPTION_STRING:
+        if (o.string_value == nullptr) {
+          throw Error(ErrorKind::InvalidArgument,
+                      std::string("client option '") + o.name + "' is a string, but string_value is NULL");
+        }
+        values.push_back({o.name, std::string(o.string_value)});
+        break;
+      case CYXLA_OPTION_INT64:
+        values.push_back({o.name, o.int64_value});
+        break;
+      case CYXLA_OPTION_FLOAT:
+        values.push_back({o.name, static_cast<float>(o.float_value)});
+        break;
+      case CYXLA_OPTION_BOOL:
+        values.push_back({o.name, o.int64_value != 0});
+        break;
+      default:
+        throw Error(ErrorKind::InvalidArgument,
+                    std::string("client option '") + o.name + "' has the unknown type " +
+                        std::to_string(static_cast<int>(o.type)));
+    }
+  }
+  return values;
+}
+
+/// The runtime to share or to create, for open_runtime. Called with open_mutex held.
+std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
+  // Checked even when a runtime is shared and they go unused: bad input is refused alike.
+  const std::vector<pjrt::NamedValue> values =
+      options != nullptr ? client_options(*options) : std::vector<pjrt::NamedValue>{};
+  const char* given = options != nullptr ? options->plugin_path : nullptr;
+  if (given != nullptr && *given == '\0') given = nullptr;
+  std::shared_ptr<Runtime> current = Runtime::current();
+  if (current) {
+    // One runtime per process: another plugin cannot join it.
+    std::error_code ignored;
+    if (given != nullptr && !std::filesystem::equivalent(given, current->plugin().path(), ignored)) {
+      throw Error(ErrorKind::InvalidArgument,
+                  "this process runs the plugin " + current->plugin().path() +
+                      " already, and a process has one runtime; cannot open " + given);
+    }
+    return current;
+  }
+  const char* path = given != nullptr ? given : std::getenv("CYXLA_PJRT_PLUGIN");
+  if (path == nullptr || *path == '\0') {
+    throw Error(ErrorKind::InvalidArgument,
+                "no PJRT plugin: set options->plugin_path or CYXLA_PJRT_PLUGIN to the plugin's "
+                "library (`python -m cyxla plugins` lists the installed ones)");
+  }
+  std::shared_ptr<Runtime> created = Runtime::create(pjrt::Plugin::load(path), values);
+  Runtime::make_current(created);
+  return created;
+}
+
+/// The handler every custom-call target of `file` needs, checked before compiling.
+void check_custom_calls(const program::ProgramFile& file, const Runtime& runtime,
+                        const std::string& path) {
+  for (const std::string& target : file.custom_calls) {
+    if (std::ranges::find(kBuiltinTargets, target) != kBuiltinTargets.end()) continue;
+    if (pjrt::has_ffi_handler(runtime.plugin(), target)) continue;
+    const bool lapack = target.starts_with("lapack_");
+    throw Error(ErrorKind::InvalidArgument,
+                path + " calls the custom-call target '" + target +
+                    "', which no handler in this process provides: register an XLA FFI "
+                    "handler for it with cyxla_register_ffi_handler before loading" +
+                    (lapack ? " (this is one of jaxlib's LAPACK targets, registered only in a "
+                              "Python process that imported cyxla; without Python, link a "
+                              "LAPACK handler of your own, or avoid the linear-algebra call)"
+                            : ""));
+  }
+}
+
+/// load_program's work; may throw.
+uint64_t load(const std::string& path) {
+  const std::shared_ptr<Runtime> runtime = Runtime::current();
+  if (!runtime) {
+    throw Error(ErrorKind::InvalidArgument,
+                "no runtime is open: call cyxla_open_runtime before loading " + path);
+  }
+  program::ProgramFile file = program::read(path);
+  if (file.platform != runtime->platform()) {
+    throw Error(ErrorKind::InvalidArgument,
+                path + " holds a program for '" + file.platform + "', but this process runs the '" +
+                    runtime->platform() + "' plugin " + runtime->plugin().path() +
+                    "; export it for '" + runtime->platform() + "'");
+  }
+  check_custom_calls(file, *runtime, path);
+  const std::optional<std::filesystem::path> entry = program::cache_entry(file, *runtime);
+  if (entry) {
+    if (std::string cached = program::read_entry(*entry); !cached.empty()) {
+      try {
+        std::shared_ptr<Executable> executable = runtime->deserialize(cached, file.inputs);
+        if (executable->outputs() == file.outputs) {
+          return Registry::instance().add(std::move(executable));
+        }
+      } catch (const Error&) {
+        // A stale or damaged entry: compiled afresh and replaced below.
+      }
+    }
+  }
+  std::shared_ptr<Executable> executable =
+      runtime->compile(file.stablehlo, file.compile_options, file.inputs);
+  if (executable->outputs() != file.outputs) {
+    auto text = [](const std::vector<TensorSpec>& specs) {
+      std::string out;
+      for (const TensorSpec& s : specs) out += (out.empty() ? "" : ", ") + s.to_string();
+      return "(" + out + ")";
+    };
+    throw Error(ErrorKind::ProgramFile,
+                path + ": the metadata lists the outputs " + text(file.outputs) +
+                    ", but the compiled program returns " + text(executable->outputs()));
+  }
+  if (entry) program::store_entry(*entry, executable->serialize());
+  return Registry::instance().add(std::move(executable));
+}
+
+/// The XLA name of a platform ("Host" for the CPU), as registrations use it.
+std::string xla_platform(std::string_view platform) {
+  std::string lower(platform);
+  std::ranges::transform(lower, lower.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "cpu" || lower == "host") return "Host";
+  if (lower == "cuda" || lower == "gpu") return "CUDA";
+  if (lower == "rocm") return "ROCM";
+  throw Error(ErrorKind::InvalidArgument,
+              "cannot register a custom call for the platform '" + std::string(platform) +
+                  "': use \"cpu\", \"cuda\" or \"rocm\"");
+}
+
+}  // namespace
+
+cyxla_Status open_runtime(const cyxla_RuntimeOptions* options, cyxla_Error* error) noexcept {
+  if (options != nullptr && options->struct_size < sizeof(cyxla_RuntimeOptions)) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "open_runtime: options->struct_size is %zu, set it to "
+                "sizeof(cyxla_RuntimeOptions) (at least %zu)",
+                options->struct_size, sizeof(cyxla_RuntimeOptions));
+  }
+  try {
+    std::lock_guard lock(open_mutex);
+    held = open(options);
+    ++opens;
+    return succeed(error);
+  } catch (...) {
+    return fail_with_current_exception(error, "open_runtime");
+  }
+}
+
+void close_runtime() noexcept {
+  std::shared_ptr<Runtime> last;  // freed after the lock is dropped
+  std::lock_guard lock(open_mutex);
+  if (opens == 0) return;
+  if (--opens == 0) last = std::move(held);
+}
+
+cyxla_Status load_program(const char* path, uint64_t* handle, cyxla_Error* error) noexcept {
+  if (path == nullptr || handle == nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT, "load_program: path or handle is NULL");
+  }
+  *handle = 0;
+  try {
+    *handle = load(path);
+    return succeed(error);
+  } catch (...) {
+    return fail_with_current_exception(error, "load_program");
+  }
+}
+
+void release_program(uint64_t handle) noexcept { Registry::instance().release(handle); }
+
+cyxla_Status register_ffi_handler(const char* target, void* handler, const char* platform,
+                                  uint32_t traits, cyxla_Error* error) noexcept {
+  if (target == nullptr || platform == nullptr) {
+    return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
+                "register_ffi_handler: target or platform is NULL");
+  }
+  try {
+    const std::shared_ptr<Runtime> runtime = Runtime::current();
+    if (!runtime) {
+      throw Error(ErrorKind::InvalidArgument,
+                  std::string("no runtime is open: call cyxla_open_runtime before registering '") +
+                      target + "'");
+    }
+    pjrt::register_ffi_handler(runtime->plugin(), target, handler, xla_platform(platform), traits);
+    return succeed(error);
+  } catch (...) {
+    return fail_with_current_exception(error, "register_ffi_handler");
+  }
+}
+
+}  // namespace cyxla::abi

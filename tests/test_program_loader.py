@@ -1,0 +1,461 @@
+"""The native loader of program files (cyxla_open_runtime, cyxla_load_program): in a
+Python process it shares Python's runtime; it refuses every kind of bad file with a
+message that says which; what it loads runs like jax.jit."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cyxla as cx
+from cyxla import _core
+
+from program_file_writer import metadata_text, pack, save
+from support import (
+    INVALID_ARGUMENT,
+    OK,
+    OPTION_INT64,
+    OPTION_STRING,
+    PJRT,
+    PROGRAM_FILE,
+    ClientOption,
+    Error,
+    Input,
+    ProgramSpec,
+    RuntimeOptions,
+    table,
+)
+from test_custom_calls import FACTOR, SOURCES, compile_cxx, scale_add
+
+
+def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
+    return jnp.tanh(x @ w) + 1.0
+
+
+def mlp_program() -> cx.Program:
+    f32 = jnp.float32
+    return cx.lower(mlp, [jax.ShapeDtypeStruct((4, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
+
+
+@pytest.fixture(scope="module")
+def program() -> cx.Program:
+    cx.initialize(platform="cpu")
+    return mlp_program()
+
+
+def load(path: Path) -> tuple[int, int, Error]:
+    handle, error = ctypes.c_uint64(0), Error()
+    status = table().load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
+    assert status == error.status
+    return status, handle.value, error
+
+
+def run(handle: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Runs the loaded program through get_spec and execute, as a C caller does."""
+    spec, error = ProgramSpec(), Error()
+    spec.struct_size = ctypes.sizeof(ProgramSpec)
+    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK, error.message
+    try:
+        outputs = [
+            np.empty(spec.output_bytes[j], np.uint8).view(np.float32)
+            for j in range(spec.num_outputs)
+        ]
+        inputs = (Input * len(arrays))(
+            *(Input(a.ctypes.data, spec.input_types[i], a.nbytes) for i, a in enumerate(arrays))
+        )
+        pointers = (ctypes.c_void_p * len(outputs))(*(o.ctypes.data for o in outputs))
+        status = table().execute(
+            ctypes.byref(spec), inputs, len(arrays), pointers, len(outputs), ctypes.byref(error)
+        )
+        assert status == OK, error.message
+        return outputs
+    finally:
+        table().release_spec(ctypes.byref(spec))
+
+
+def test_a_loaded_program_runs_like_jax_jit(program: cx.Program, tmp_path: Path) -> None:
+    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    assert status == OK, error.message
+    try:
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((4, 8), np.float32)
+        w = rng.standard_normal((8, 8), np.float32)
+        (out,) = run(handle, [x, w])
+        np.testing.assert_allclose(out.reshape(4, 8), jax.jit(mlp)(x, w), rtol=1e-6, atol=1e-6)
+    finally:
+        table().release_program(handle)
+    # A released handle is dead: a spec cannot be taken from it.
+    spec, error = ProgramSpec(), Error()
+    spec.struct_size = ctypes.sizeof(ProgramSpec)
+    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) != OK
+
+
+def test_open_runtime_shares_the_runtime_python_opened(program: cx.Program) -> None:
+    error = Error()
+    assert table().open_runtime(None, ctypes.byref(error)) == OK, error.message
+    table().close_runtime()
+    # The runtime Python opened stays: Python's programs still compile and run.
+    executable, _ = cx.compile_program(program)
+    x, w = np.ones((4, 8), np.float32), np.ones((8, 8), np.float32)
+    np.testing.assert_allclose(executable.run([x, w])[0], jax.jit(mlp)(x, w), rtol=1e-6)
+
+
+def test_open_runtime_refuses_another_plugin(program: cx.Program) -> None:
+    options, error = RuntimeOptions(), Error()
+    options.struct_size = ctypes.sizeof(RuntimeOptions)
+    options.plugin_path = cx.get_library().encode()  # a library, but not the plugin in use
+    assert table().open_runtime(ctypes.byref(options), ctypes.byref(error)) == INVALID_ARGUMENT
+    assert b"a process has one runtime" in error.message
+
+
+def test_open_runtime_refuses_a_short_struct_size() -> None:
+    options, error = RuntimeOptions(), Error()
+    options.struct_size = 8
+    assert table().open_runtime(ctypes.byref(options), ctypes.byref(error)) == INVALID_ARGUMENT
+    assert b"struct_size is 8" in error.message
+
+
+def _parts(program: cx.Program) -> tuple[bytes, bytes, bytes]:
+    from cyxla._executable import _compile_options
+
+    return metadata_text(program).encode(), program.stablehlo, _compile_options(None)
+
+
+def _with_metadata(old: str, new: str) -> Callable[[cx.Program], bytes]:
+    def make(program: cx.Program) -> bytes:
+        metadata, code, options = _parts(program)
+        assert old.encode() in metadata
+        return pack(metadata.replace(old.encode(), new.encode(), 1), code, options)
+
+    return make
+
+
+def _good(program: cx.Program) -> bytes:
+    return pack(*_parts(program))
+
+
+def _flip_a_stablehlo_byte(program: cx.Program) -> bytes:
+    data = bytearray(_good(program))
+    data[-len(_parts(program)[2]) - 10] ^= 0xFF
+    return bytes(data)
+
+
+def _huge_metadata_size(program: cx.Program) -> bytes:
+    data = bytearray(_good(program))
+    data[16:24] = (2**63).to_bytes(8, "little")
+    return bytes(data)
+
+
+BAD_FILES: dict[str, tuple[Callable[[cx.Program], bytes], bytes]] = {
+    "wrong magic": (lambda p: b"NOTCYXLA" + _good(p)[8:], b"not a cyxla program file"),
+    "empty": (lambda p: b"", b"truncated"),
+    "a short header": (lambda p: _good(p)[:30], b"shorter than the 48-byte header"),
+    "newer format": (
+        lambda p: pack(*_parts(p), version=2),
+        b"written by a newer cyxla: format 2, this reads up to 1; upgrade",
+    ),
+    "truncated": (lambda p: _good(p)[:-5], b"truncated: the header promises"),
+    "trailing bytes": (lambda p: _good(p) + b"\0\0", b"2 trailing bytes"),
+    "altered": (_flip_a_stablehlo_byte, b"altered or corrupted"),
+    "bad checksum": (lambda p: pack(*_parts(p), crc=1), b"altered or corrupted"),
+    "reserved": (lambda p: pack(*_parts(p), reserved=1), b"reserved field is not 0"),
+    "a size larger than the file": (_huge_metadata_size, b"is larger than the file"),
+    "missing name": (
+        lambda p: _with_metadata(f"name {p.name}\n", "")(p),
+        b"the required key 'name' is missing",
+    ),
+    "missing platform": (
+        _with_metadata("platform cpu\n", ""),
+        b"the required key 'platform' is missing",
+    ),
+    "a key twice": (
+        _with_metadata("platform cpu\n", "platform cpu\nplatform cuda\n"),
+        b"the key 'platform' appears twice",
+    ),
+    "a line without a value": (_with_metadata("platform cpu\n", "platform\n"), b"'key value'"),
+    "a CR": (_with_metadata("platform cpu\n", "platform cpu\r\n"), b"'key value'"),
+    "unknown element type": (
+        _with_metadata("input F32 [4,8]", "input F31 [4,8]"),
+        b"unknown element type 'F31'",
+    ),
+    "a negative dimension": (
+        _with_metadata("input F32 [4,8]", "input F32 [-4,8]"),
+        b"'-4' is not an integer >= 0",
+    ),
+    "a non-integer dimension": (
+        _with_metadata("input F32 [4,8]", "input F32 [4,8.5]"),
+        b"'8.5' is not an integer >= 0",
+    ),
+    "a shape without brackets": (
+        _with_metadata("input F32 [4,8]", "input F32 4,8"),
+        b"the shape must be [d0,d1,...]",
+    ),
+    "outputs that are not the program's": (
+        _with_metadata("output F32 [4,8]", "output F32 [8,4]"),
+        b"the compiled program returns (f32[4,8])",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_bad_files_are_refused_saying_which(name: str, program: cx.Program, tmp_path: Path) -> None:
+    make, expected = BAD_FILES[name]
+    path = tmp_path / "bad.cyxla"
+    path.write_bytes(make(program))
+    status, handle, error = load(path)
+    assert (status, handle) == (PROGRAM_FILE, 0), error.message
+    assert expected in error.message, error.message
+    assert str(path).encode() in error.message
+
+
+def test_unreadable_files_are_refused(tmp_path: Path) -> None:
+    status, _, error = load(tmp_path / "missing.cyxla")
+    assert status == INVALID_ARGUMENT
+    assert b"cannot open the program file" in error.message
+    assert b"No such file" in error.message
+
+
+def test_a_program_for_another_platform_is_refused(program: cx.Program, tmp_path: Path) -> None:
+    path = tmp_path / "cuda.cyxla"
+    path.write_bytes(_with_metadata("platform cpu\n", "platform cuda\n")(program))
+    status, _, error = load(path)
+    assert status == INVALID_ARGUMENT
+    assert b"holds a program for 'cuda', but this process runs the 'cpu' plugin" in error.message
+
+
+def test_a_custom_call_nobody_registered_is_refused_naming_it(
+    program: cx.Program, tmp_path: Path
+) -> None:
+    path = tmp_path / "custom.cyxla"
+    path.write_bytes(
+        _with_metadata("cyxla_version", "custom_call my_solver\ncyxla_version")(program)
+    )
+    status, _, error = load(path)
+    assert status == INVALID_ARGUMENT
+    assert b"calls the custom-call target 'my_solver'" in error.message
+    assert b"cyxla_register_ffi_handler" in error.message
+
+
+def test_jaxlibs_lapack_targets_load_in_a_python_process(tmp_path: Path) -> None:
+    # Python registered jaxlib's handlers with the plugin: the native loader sees them.
+    cx.initialize(platform="cpu")
+
+    def solve(a: jax.Array, b: jax.Array) -> jax.Array:
+        return jnp.linalg.solve(a, b)
+
+    f32 = jnp.float32
+    program = cx.lower(solve, [jax.ShapeDtypeStruct((3, 3), f32), jax.ShapeDtypeStruct((3,), f32)])
+    assert any(t.startswith("lapack_") for t in program.custom_calls), program.custom_calls
+    status, handle, error = load(save(program, tmp_path / "solve.cyxla"))
+    assert status == OK, error.message
+    try:
+        a = np.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], np.float32)
+        b = np.array([1, 2, 3], np.float32)
+        (x,) = run(handle, [a, b])
+        np.testing.assert_allclose(x, jax.jit(solve)(a, b), rtol=1e-5)
+    finally:
+        table().release_program(handle)
+
+
+def test_a_lapack_target_without_python_is_refused_saying_how(tmp_path: Path) -> None:
+    path = tmp_path / "lapack.cyxla"
+    path.write_bytes(
+        _with_metadata("cyxla_version", "custom_call lapack_sgetrf_ffi\ncyxla_version")(
+            mlp_program()
+        )
+    )
+    # A process where cyxla.initialize never ran (so jaxlib's handlers were never
+    # registered): the C API through libcyxla's own export, as a C program calls it.
+    code = f"""
+import ctypes, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from support import Api, Error, RuntimeOptions
+library = ctypes.CDLL({cx.get_library()!r})
+library.cyxla_get_api.restype = ctypes.POINTER(Api)
+api = library.cyxla_get_api().contents
+options = RuntimeOptions(ctypes.sizeof(RuntimeOptions), {_plugin().encode()!r}, None, 0)
+error = Error()
+assert api.open_runtime(ctypes.byref(options), ctypes.byref(error)) == 0, error.message
+handle = ctypes.c_uint64()
+status = api.load_program({str(path).encode()!r}, ctypes.byref(handle), ctypes.byref(error))
+print(status, error.message.decode())
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"{INVALID_ARGUMENT} "), result.stdout
+    assert "'lapack_sgetrf_ffi'" in result.stdout
+    assert "one of jaxlib's LAPACK targets" in result.stdout
+
+
+def _plugin() -> str:
+    from support import plugin_library
+
+    return plugin_library()
+
+
+def test_the_second_load_comes_from_the_disk_cache(
+    program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CYXLA_CACHE_DIR", str(tmp_path / "cache"))
+    path = save(program, tmp_path / "mlp.cyxla")
+    x, w = np.ones((4, 8), np.float32), np.full((8, 8), 0.5, np.float32)
+    for attempt in ("compiled", "cached", "damaged entry, recompiled"):
+        status, handle, error = load(path)
+        assert status == OK, f"{attempt}: {error.message}"
+        try:
+            (out,) = run(handle, [x, w])
+            np.testing.assert_allclose(out.reshape(4, 8), jax.jit(mlp)(x, w), rtol=1e-6)
+        finally:
+            table().release_program(handle)
+        (entry,) = (tmp_path / "cache" / "native").iterdir()
+        assert entry.suffix == ".executable" and entry.stat().st_size > 0
+        if attempt == "cached":
+            entry.write_bytes(b"not an executable")
+    assert entry.read_bytes() != b"not an executable"  # replaced by the recompiled one
+
+
+def test_an_empty_cache_dir_turns_the_cache_off(
+    program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CYXLA_CACHE_DIR", "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    assert status == OK, error.message
+    table().release_program(handle)
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (ClientOption(None, OPTION_INT64, None, 1, 0.0), b"client option 0 has no name"),
+        (
+            ClientOption(b"platform_name", OPTION_STRING, None, 0, 0.0),
+            b"client option 'platform_name' is a string, but string_value is NULL",
+        ),
+        (ClientOption(b"x", 9, None, 0, 0.0), b"client option 'x' has the unknown type 9"),
+    ],
+)
+def test_bad_client_options_are_refused(option: ClientOption, expected: bytes) -> None:
+    options, error = RuntimeOptions(), Error()
+    options.struct_size = ctypes.sizeof(RuntimeOptions)
+    options.client_options = ctypes.pointer(option)
+    options.num_client_options = 1
+    assert table().open_runtime(ctypes.byref(options), ctypes.byref(error)) == INVALID_ARGUMENT
+    assert expected in error.message
+
+
+def test_client_options_null_with_a_count_are_refused() -> None:
+    options, error = RuntimeOptions(), Error()
+    options.struct_size = ctypes.sizeof(RuntimeOptions)
+    options.num_client_options = 2
+    assert table().open_runtime(ctypes.byref(options), ctypes.byref(error)) == INVALID_ARGUMENT
+    assert b"client_options is NULL, but num_client_options is 2" in error.message
+
+
+_WITHOUT_PYTHONS_RUNTIME = """
+import ctypes, json, sys
+sys.path.insert(0, {tests!r})
+from support import Api, ClientOption, Error, Input, ProgramSpec, RuntimeOptions
+library = ctypes.CDLL({library!r})
+library.cyxla_get_api.restype = ctypes.POINTER(Api)
+api = library.cyxla_get_api().contents
+handlers = ctypes.CDLL({handlers!r})
+handler = ctypes.cast(handlers.CyxlaTestScaleAdd, ctypes.c_void_p)
+report = {{}}
+error, handle = Error(), ctypes.c_uint64()
+
+def attempt(name, status):
+    report[name] = [status, error.message.decode()]
+
+attempt("register before open", api.register_ffi_handler(b"t", handler, b"cpu", 0, error))
+attempt("load before open", api.load_program({program!r}, ctypes.byref(handle), error))
+options = (ClientOption * 3)(
+    ClientOption(b"cpu_device_count", 1, None, 1, 0.0),
+    ClientOption(b"asynchronous", 3, None, 0, 0.0),
+    ClientOption(b"not_an_option", 2, None, 0, 0.5),
+)
+runtime = RuntimeOptions(ctypes.sizeof(RuntimeOptions), {plugin!r}, options, 3)
+attempt("unknown option", api.open_runtime(ctypes.byref(runtime), error))
+runtime.num_client_options = 2
+attempt("open", api.open_runtime(ctypes.byref(runtime), error))
+attempt("platform", api.register_ffi_handler(b"t", handler, b"tpu", 0, error))
+attempt("null target", api.register_ffi_handler(None, handler, b"cpu", 0, error))
+attempt("unregistered", api.load_program({program!r}, ctypes.byref(handle), error))
+attempt("register", api.register_ffi_handler({target!r}, handler, b"cpu", 0, error))
+attempt("load", api.load_program({program!r}, ctypes.byref(handle), error))
+spec = ProgramSpec()
+spec.struct_size = ctypes.sizeof(ProgramSpec)
+attempt("spec", api.get_spec(handle, ctypes.byref(spec), error))
+x = (ctypes.c_float * 6)(*range(6))
+y = (ctypes.c_float * 6)()
+inputs = (Input * 1)(Input(ctypes.cast(x, ctypes.c_void_p), spec.input_types[0], 24))
+outputs = (ctypes.c_void_p * 1)(ctypes.cast(y, ctypes.c_void_p))
+attempt("execute", api.execute(ctypes.byref(spec), inputs, 1, outputs, 1, error))
+report["y"] = list(y)
+api.release_spec(ctypes.byref(spec))
+api.release_program(handle.value)
+api.close_runtime()
+print(json.dumps(report))
+"""
+
+
+def test_a_handler_registered_from_c_runs_in_a_loaded_program(tmp_path: Path) -> None:
+    # The whole path of a process without Python's runtime: open with client options,
+    # register a typed FFI handler from C, load a program that calls it, run it.
+    output = tmp_path / "libhandlers.so"
+    built = compile_cxx(SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output))
+    assert built.returncode == 0, built.stderr
+    target = "cyxla_c_scale_add"
+    program = cx.lower(
+        scale_add(target), [jax.ShapeDtypeStruct((2, 3), jnp.float32)], custom_calls=[target]
+    )
+    assert program.custom_calls == (target,)
+    path = save(program, tmp_path / "scale_add.cyxla")
+    code = _WITHOUT_PYTHONS_RUNTIME.format(
+        tests=str(Path(__file__).parent),
+        library=cx.get_library(),
+        handlers=str(output),
+        program=str(path).encode(),
+        plugin=_plugin().encode(),
+        target=target.encode(),
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["register before open"][0] == INVALID_ARGUMENT
+    assert "no runtime is open" in report["register before open"][1]
+    assert "no runtime is open" in report["load before open"][1]
+    assert report["unknown option"][0] == PJRT
+    assert "not_an_option" in report["unknown option"][1]
+    assert report["open"] == [OK, ""]
+    assert 'use "cpu", "cuda" or "rocm"' in report["platform"][1]
+    assert "target or platform is NULL" in report["null target"][1]
+    assert f"calls the custom-call target '{target}'" in report["unregistered"][1]
+    for step in ("register", "load", "spec", "execute"):
+        assert report[step] == [OK, ""], (step, report[step])
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_allclose(report["y"], x * FACTOR + 1, rtol=1e-6)
+
+
+def test_a_second_client_does_not_take_the_process_runtimes_place(
+    program: cx.Program, tmp_path: Path
+) -> None:
+    # Only cyxla.initialize's runtime (or cyxla_open_runtime's) is the process's: another
+    # client of the plugin, made and dropped, leaves the loader with Python's runtime.
+    loaded = cx.initialize(platform="cpu")
+    other = _core.Runtime.create(loaded.plugin, {"cpu_device_count": 1})
+    del other
+    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    assert status == OK, error.message
+    table().release_program(handle)

@@ -1,0 +1,112 @@
+"""examples/standalone: a C++ application (CMake, find_package) and a C program (cc and
+pkg-config), built from the installed package alone, run a program exported from Python
+with no Python in their process and check every result against jax.jit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cyxla as cx
+
+from program_file_writer import save
+from support import plugin_library
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "standalone"
+
+
+def tool(*names: str) -> str:
+    """A build tool: the one this environment's pip installed (the test extra), else PATH's."""
+    for name in names:
+        beside = Path(sys.executable).parent / name
+        if beside.is_file():
+            return str(beside)
+    found = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    assert found, f"the tests need {' or '.join(names)} (pip install 'cyxla[test]')"
+    return found
+
+
+def run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, **kwargs)
+    assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        import export
+    finally:
+        sys.path.remove(str(EXAMPLE))
+    directory = tmp_path_factory.mktemp("exported")
+    export.export(directory, save)
+    return directory
+
+
+def without_python_env() -> dict[str, str]:
+    """The environment of a native application: the plugin named, nothing of Python's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    return {**env, "CYXLA_PJRT_PLUGIN": plugin_library()}
+
+
+def test_the_cpp_application_runs_the_exported_mlp_from_its_thread_pool(
+    exported: Path, tmp_path: Path
+) -> None:
+    cmake = tool("cmake")
+    build = tmp_path / "build"
+    run([cmake, "-S", str(EXAMPLE), "-B", str(build), f"-DCMAKE_PREFIX_PATH={cx.get_cmake_dir()}"])
+    run([cmake, "--build", str(build)])
+    result = run([str(build / "standalone"), str(exported), "4", "2"], env=without_python_env())
+    samples = (exported / "inputs.f32").stat().st_size // (16 * 64 * 4)
+    assert f"checked {samples * 2} results on 4 threads, 0 differ from jax.jit" in result.stdout
+    assert "libpython mapped: no" in result.stdout
+
+
+def test_the_c_program_builds_with_pkg_config_and_runs(exported: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
+    flags = run([tool("pkg-config", "pkgconf"), "--cflags", "--libs", "cyxla"], env=env)
+    compiler = os.environ.get("CC") or tool("cc", "gcc")
+    program = tmp_path / "run"
+    source = str(EXAMPLE / "run.c")
+    run(
+        [
+            compiler,
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            source,
+            *flags.stdout.split(),
+            "-lm",
+            "-o",
+            str(program),
+        ]
+    )
+    files = [str(exported / name) for name in ("mlp.cyxla", "inputs.f32", "expected.f32")]
+    result = run([str(program), *files], env=without_python_env())
+    assert result.stdout.strip() == "0 of 1024 values differ from jax.jit"
+
+
+def test_a_bad_file_stops_the_application_with_the_loaders_message(
+    exported: Path, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
+    flags = run([tool("pkg-config", "pkgconf"), "--cflags", "--libs", "cyxla"], env=env)
+    program = tmp_path / "run"
+    compiler = os.environ.get("CC") or tool("cc", "gcc")
+    run([compiler, str(EXAMPLE / "run.c"), *flags.stdout.split(), "-lm", "-o", str(program)])
+    bad = tmp_path / "bad.cyxla"
+    bad.write_bytes((exported / "mlp.cyxla").read_bytes()[:-1])
+    result = subprocess.run(
+        [str(program), str(bad), str(exported / "inputs.f32"), str(exported / "expected.f32")],
+        capture_output=True,
+        text=True,
+        env=without_python_env(),
+    )
+    assert result.returncode == 1
+    assert "load_program: " in result.stderr and "truncated" in result.stderr
