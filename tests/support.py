@@ -191,6 +191,7 @@ class ProgramSpec(ctypes.Structure):
 #: sizeof(cyxla_ProgramSpec) in ABI version 1, before the batch sizes.
 SPEC_SIZE_V1 = ProgramSpec.num_batch_sizes.offset
 
+
 class ClientOption(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),

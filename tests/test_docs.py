@@ -21,7 +21,13 @@ LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s]+)\)")
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NATIVE_GUIDE = DOCS / "guide" / "native.md"
-NATIVE_EXAMPLES = ("native_c.c", "native_cpp.cpp", "native_batch.cpp", "bound_c.c", "quad_callback.c")
+NATIVE_EXAMPLES = (
+    "native_c.c",
+    "native_cpp.cpp",
+    "native_batch.cpp",
+    "bound_c.c",
+    "quad_callback.c",
+)
 # The sources under docs/examples/ that each page shows, and builds with its bash blocks.
 BUILT_EXAMPLES = {
     NATIVE_GUIDE: NATIVE_EXAMPLES,
