@@ -72,27 +72,3 @@ def test_unknown_command() -> None:
     assert result.returncode == 2
     assert "invalid choice: 'no-such-command'" in result.stderr
     assert "demo" in result.stderr and "plugins" in result.stderr
-
-
-def test_bench_reports_every_path_of_every_program(capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
-    from cyxla._cli import bench
-
-    result = run_cyxla("bench", "--rounds", "1", "--threads", "2", "--json")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    assert report["threads"] == 2 and report["platform"] == "cpu"
-    assert set(report["programs"]) == {"sin(x) * 2, f32[3]", "tanh(x @ w), f32[100,100]"}
-    for paths in report["programs"].values():
-        for path in bench.PATHS:
-            assert paths[path]["median_ns"] > 0, (path, paths[path])
-            ratio = paths[path]["median_ns"] / paths["pjrt_floor"]["median_ns"]
-            assert paths[path]["ratio_to_pjrt_floor"] == pytest.approx(ratio, rel=0.01, abs=1e-3)
-        assert set(paths["pjrt_floor_phases_ns"]) == set(bench.PHASES)
-        assert paths["threads_speedup"] > 0
-    # The table that `bench` prints without --json, from the same report.
-    bench._print_table(report)
-    table = capsys.readouterr().out
-    assert "(2) native execute, 2 threads" in table and "(5) jax.jit" in table
-    assert table.count("the floor's steps, us per call: buffers_in") == 2
