@@ -10,6 +10,7 @@ import math
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,35 @@ def test_bench_times_the_chosen_paths_and_always_the_floor() -> None:
     # No jax.jit timed: no ratio to it, and no thread speedup without the threads path.
     assert only["native"]["ratio_to_jax_jit"] is None and only["threads_speedup"] is None
     assert _finite_positive(only["native"]["ratio_to_pjrt_floor"])
+
+
+def test_bench_on_the_cpu_clock_leaves_out_the_threads() -> None:
+    result = run_cyxla(
+        "bench",
+        *QUICK,
+        "--json",
+        "--clock",
+        "cpu",
+        "--programs",
+        "mlp64",
+        "--paths",
+        "native,threads",
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["clock"] == "cpu"
+    (only,) = data["programs"].values()
+    assert "threads" not in only and only["threads_speedup"] is None
+    assert _finite_positive(only["native"]["median_ns"])
+
+
+def test_the_cpu_clock_counts_work_not_waiting() -> None:
+    def work(n: int) -> float:  # some milliseconds of CPU time, however busy the machine
+        sum(range(n * 300_000))
+        return 0.0
+
+    assert rounds.on_cpu_clock(lambda n: time.sleep(n * 0.05) or 0.0)(2) < 0.02
+    assert rounds.on_cpu_clock(work)(2) > 0.002
 
 
 @pytest.mark.parametrize(

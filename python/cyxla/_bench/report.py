@@ -75,8 +75,9 @@ def _number(ratio: float) -> str:
 
 def print_table(report: Mapping[str, Any]) -> None:
     """Prints `report` (what the JSON holds) as one table per program."""
+    clock = "CPU time of the process" if report["clock"] == "cpu" else "wall time"
     print(
-        f"{report['rounds']} interleaved rounds; medians per call (per evaluation for "
+        f"{report['rounds']} interleaved rounds, {clock}; medians per call (per evaluation for "
         "batches); ratios are medians of per-round ratios, (first-third quartile)"
     )
     for key, program in report["programs"].items():

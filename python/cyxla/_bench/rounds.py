@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from cyxla._bench.paths import Loop
 
-__all__ = ["Spread", "Timing", "calls_per_sample", "spread", "time_rounds"]
+__all__ = ["Spread", "Timing", "calls_per_sample", "on_cpu_clock", "spread", "time_rounds"]
 
 #: A pause before each sample, so that threads the previous path left spinning (JAX's
 #: CPU client) go idle before the next path is timed.
@@ -24,6 +24,18 @@ class Timing:
     #: Calls per sample, and evaluations of the program per call.
     calls: int
     evaluations: int = 1
+
+
+def on_cpu_clock(loop: Loop) -> Loop:
+    """`loop` timed by the CPU time of the process (all its threads) instead of the wall
+    clock: what other processes on a busy machine take does not count."""
+
+    def timed(n: int) -> float:
+        start = time.process_time()
+        loop(n)
+        return time.process_time() - start
+
+    return timed
 
 
 def calls_per_sample(loop: Loop, seconds: float) -> int:

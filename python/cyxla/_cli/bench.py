@@ -45,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="milliseconds one path is timed for in each round (10)",
     )
     parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall: elapsed time (the default); cpu: the process's CPU time, which other "
+        "processes on a busy machine do not inflate (the threads path is then left out)",
+    )
+    parser.add_argument(
         "--programs",
         type=lambda text: _names(text, program_keys, "program"),
         default=program_keys,
@@ -71,10 +78,14 @@ def measure(
     """Times the chosen paths of `program` in interleaved rounds: its `programs/<key>`."""
     setup = paths.setup(program, max(1, args.threads))
     chosen = [p for p in paths.PATHS.values() if p.name == paths.FLOOR or p.name in args.paths]
+    if args.clock == "cpu":  # the CPU time of N threads is not their wall time
+        chosen = [p for p in chosen if p.name != "threads"]
     timings: dict[str, rounds.Timing] = {}
     for path in chosen:
         loop = path.make(setup)
         if loop is not None:
+            if args.clock == "cpu":
+                loop = rounds.on_cpu_clock(loop)
             calls = rounds.calls_per_sample(loop, args.sample_ms / 1e3)
             timings[path.name] = rounds.Timing(loop, calls, path.evaluations)
     samples = rounds.time_rounds(timings, max(1, args.rounds), rng)
@@ -107,6 +118,7 @@ def main(args: argparse.Namespace) -> int:
     data = {
         "threads": max(1, args.threads),
         "rounds": max(1, args.rounds),
+        "clock": args.clock,
         "platform": loaded.platform if loaded else None,
         "programs": results,
     }
