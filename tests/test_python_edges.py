@@ -292,13 +292,26 @@ def test_bench_prints_a_table_without_json(
 ) -> None:
     import argparse
 
+    from cyxla._bench import paths, programs
     from cyxla._cli import bench as cli_bench
 
-    tiny = cli_bench.Case("tiny", lambda x: x + 1, [np.zeros(2, np.float32)], 4)
-    monkeypatch.setattr(cli_bench, "_cases", lambda: [tiny])
-    assert cli_bench.main(argparse.Namespace(json=False, rounds=1, threads=1)) == 0
+    tiny = programs.BenchProgram(
+        "tiny", "x + 1", lambda x: x + 1, lambda rng: [np.zeros(2, np.float32)]
+    )
+    monkeypatch.setattr(programs, "PROGRAMS", (tiny,))
+    args = argparse.Namespace(
+        json=False,
+        rounds=1,
+        threads=1,
+        sample_ms=0.1,
+        clock="wall",
+        programs=["tiny"],
+        paths=list(paths.PATHS),
+        plot=None,
+    )
+    assert cli_bench.main(args) == 0
     out = capsys.readouterr().out
-    assert "\ntiny\n" in out and "median/call" in out
+    assert "\ntiny: x + 1\n" in out and "vs jax_jit" in out
     assert "the floor's steps, us per call: buffers_in" in out
     assert not out.lstrip().startswith("{")  # a table, not JSON
 
