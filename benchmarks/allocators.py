@@ -1,14 +1,18 @@
 """The process's allocator against the cost of one native call, each in a fresh process.
 
-    python benchmarks/allocators.py [--repeats 5] [--rounds 11] [--json]
+    python benchmarks/allocators.py [--repeats 5] [--rounds 11] [--clock cpu|wall]
+                                    [--programs sin3,mlp64,ew1m] [--allocators glibc,...]
+                                    [--json]
 
 The CPU plugin makes about 46 heap allocations per execute (its buffers, events and the
 execution's bookkeeping) through the process's malloc, so the allocator is part of every
 call. For each allocator below, a fresh interpreter runs `python -m cyxla bench` on the
-native path and the floor (sin3, mlp64, ew1m), timed by the process's CPU time, which
-the other processes of a busy machine do not inflate. Repeats are interleaved: every allocator
-runs once per repeat, in a shuffled order, and each allocator's ratio to glibc's defaults
-is taken within a repeat, then its median and interquartile range over repeats printed.
+native path and the floor (sin3, mlp64, ew1m), timed by default by the process's CPU
+time, which the other processes of a busy machine do not inflate (but which counts the
+plugin's worker threads, spinning included: ew1m runs on them). Repeats are interleaved:
+every allocator runs once per repeat, in a shuffled order, and each allocator's ratio to
+glibc's defaults is taken within a repeat, then its median and interquartile range over
+repeats printed.
 
 Allocators: glibc with its defaults; glibc with tunables (GLIBC_TUNABLES: a larger
 tcache, and large blocks kept instead of returned to the kernel); the latter set with
@@ -112,10 +116,12 @@ def _available(allocator: Allocator) -> bool:
     return Path(allocator.preload).name in maps
 
 
-def _bench(allocator: Allocator, rounds: int) -> dict[str, dict[str, float]]:
+def _bench(
+    allocator: Allocator, programs: list[str], args: argparse.Namespace
+) -> dict[str, dict[str, float]]:
     """Median ns per call of each program and path in one fresh process."""
-    arguments = ["bench", "--json", "--rounds", str(rounds), "--clock", "cpu"]
-    arguments += ["--programs", ",".join(PROGRAMS), "--paths", ",".join(PATHS)]
+    arguments = ["bench", "--json", "--rounds", str(args.rounds), "--clock", args.clock]
+    arguments += ["--programs", ",".join(programs), "--paths", ",".join(PATHS)]
     command = (
         [sys.executable, "-c", allocator.prelude]
         if allocator.prelude
@@ -135,7 +141,7 @@ def _bench(allocator: Allocator, rounds: int) -> dict[str, dict[str, float]]:
     if result.returncode != 0:
         raise RuntimeError(f"{allocator.name}: bench failed:\n{result.stderr}")
     report = json.loads(result.stdout)["programs"]
-    return {p: {path: report[p][path]["median_ns"] for path in PATHS} for p in PROGRAMS}
+    return {p: {path: report[p][path]["median_ns"] for path in PATHS} for p in programs}
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -149,10 +155,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="processes per allocator (5)")
     parser.add_argument("--rounds", type=int, default=11, help="bench rounds per process (11)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="(cpu)")
+    parser.add_argument("--programs", default=",".join(PROGRAMS), help="(sin3,mlp64,ew1m)")
+    parser.add_argument(
+        "--allocators",
+        default=",".join(a.name for a in ALLOCATORS),
+        help="comma-separated, glibc always included (all)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
-    allocators = [a for a in ALLOCATORS if _available(a)]
-    for missing in sorted({a.name for a in ALLOCATORS} - {a.name for a in allocators}):
+    programs = args.programs.split(",")
+    chosen = {"glibc", *args.allocators.split(",")}
+    allocators = [a for a in ALLOCATORS if a.name in chosen and _available(a)]
+    for missing in sorted(chosen - {a.name for a in allocators}):
         print(f"skipped {missing}: its library is not installed", file=sys.stderr)
     rng = random.Random(0)
     # runs[allocator][repeat][program][path]: median ns per call.
@@ -162,9 +177,9 @@ def main() -> int:
         rng.shuffle(order)
         for allocator in order:
             print(f"repeat {repeat + 1}: {allocator.name}", file=sys.stderr, flush=True)
-            runs[allocator.name].append(_bench(allocator, args.rounds))
+            runs[allocator.name].append(_bench(allocator, programs, args))
     results: dict[str, dict[str, dict[str, object]]] = {}
-    for program in PROGRAMS:
+    for program in programs:
         results[program] = {}
         for allocator in allocators:
             row: dict[str, object] = {"description": allocator.description}
@@ -179,10 +194,11 @@ def main() -> int:
                 }
             results[program][allocator.name] = row
     if args.json:
-        print(json.dumps({"repeats": args.repeats, "rounds": args.rounds, "programs": results}))
+        print(json.dumps({"repeats": args.repeats, "clock": args.clock, "programs": results}))
         return 0
     print(
-        f"{args.repeats} processes per allocator, interleaved; median us per call; ratio to "
+        f"{args.repeats} processes per allocator, interleaved, {args.clock} clock; median us "
+        "per call; ratio to "
         "glibc's defaults within a repeat: median (first-third quartile)"
     )
     for program, rows in results.items():
