@@ -36,6 +36,8 @@ from pathlib import Path
 LIBRARIES = Path("/usr/lib/x86_64-linux-gnu")
 PROGRAMS = ("sin3", "mlp64", "ew1m")
 PATHS = ("native", "pjrt_floor")
+#: The paths whose page faults --faults counts.
+FAULT_PATHS = ("native", "pjrt_floor", "run", "jax_jit")
 
 #: glibc's tcache holds 7 blocks per size by default: a call that frees more blocks of
 #: one size than that sends the rest to the slower bins.
@@ -57,6 +59,24 @@ for option, value in ((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 1 << 30),
     assert libc.mallopt(option, value) == 1, option
 sys.argv = ["cyxla", *sys.argv[1:]]
 runpy.run_module("cyxla", run_name="__main__")
+"""
+
+
+#: Minor page faults per call of each path on one program, in the child: the mechanism
+#: behind a large output's cost, counted exactly where its time is too noisy to compare.
+_FAULTS = """
+import json, resource, sys
+from cyxla._bench import paths, programs
+program = next(p for p in programs.PROGRAMS if p.key == sys.argv[1])
+setup = paths.setup(program, 1)
+faults = {}
+for name in sys.argv[2].split(","):
+    loop = paths.PATHS[name].make(setup)
+    loop(5)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    loop(50)
+    faults[name] = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 50
+print(json.dumps(faults))
 """
 
 
@@ -144,6 +164,23 @@ def _bench(
     return {p: {path: report[p][path]["median_ns"] for path in PATHS} for p in programs}
 
 
+def _faults(allocator: Allocator, program: str) -> dict[str, float]:
+    """Minor page faults per call of each path on `program` in one fresh process."""
+    prelude = (allocator.prelude or "").replace(
+        'runpy.run_module("cyxla", run_name="__main__")', ""
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", prelude + _FAULTS, program, ",".join(FAULT_PATHS)],
+        capture_output=True,
+        text=True,
+        env=_environment(allocator),
+        timeout=1800,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{allocator.name}: counting faults failed:\n{result.stderr}")
+    return json.loads(result.stdout)
+
+
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
     if len(values) < 2:
         return values[0], values[0], values[0]
@@ -162,6 +199,11 @@ def main() -> int:
         default=",".join(a.name for a in ALLOCATORS),
         help="comma-separated, glibc always included (all)",
     )
+    parser.add_argument(
+        "--faults",
+        metavar="PROGRAM",
+        help="instead of timing, count the page faults per call on PROGRAM (e.g. ew1m)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
     programs = args.programs.split(",")
@@ -169,6 +211,13 @@ def main() -> int:
     allocators = [a for a in ALLOCATORS if a.name in chosen and _available(a)]
     for missing in sorted(chosen - {a.name for a in allocators}):
         print(f"skipped {missing}: its library is not installed", file=sys.stderr)
+    if args.faults:
+        print(f"{args.faults}: minor page faults per call ({', '.join(FAULT_PATHS)})")
+        for allocator in allocators:
+            counts = _faults(allocator, args.faults)
+            cells = "  ".join(f"{counts[path]:8.1f}" for path in FAULT_PATHS)
+            print(f"  {allocator.name:15} {cells}  {allocator.description}")
+        return 0
     rng = random.Random(0)
     # runs[allocator][repeat][program][path]: median ns per call.
     runs: dict[str, list[dict[str, dict[str, float]]]] = {a.name: [] for a in allocators}

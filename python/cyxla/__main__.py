@@ -13,7 +13,7 @@ _COMMANDS = {
     "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
     "info": (info.main, "everything a bug report needs: versions, plugins, cache, ABI"),
     "demo": (demo.main, "lower, compile and run a small JAX function, next to jax.jit"),
-    "bench": (bench.main, "time one call through native execute, run, raw PJRT and jax.jit"),
+    "bench": (bench.main, "time one call of small programs through every path, beside jax.jit"),
     "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
 }
 #: Commands that take arguments: these add them to their parser and get the parsed ones.
