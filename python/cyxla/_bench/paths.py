@@ -1,10 +1,19 @@
 """The paths a call can take, each a function that returns a timing loop.
 
 A path is registered with `@path(name, label)` on a function that takes the `Setup` of one
-program and returns a `Loop` (runs `n` calls, returns the seconds they took), or None
-where the path does not apply to that program. The table lists paths in the order they
-are registered here. A path whose one call evaluates the program `evaluations` times (a
-batch) says so, and its figures are per evaluation.
+program and returns a `Loop` (runs `n` calls, returns the seconds they took). The table
+lists paths in the order they are registered here. A path timed on some programs only
+names them (`programs=`); a path whose one call evaluates the program `evaluations` times
+(a batch) says so, and its figures are per evaluation. For example:
+
+    @path("bound", "cyxla bound call, C++")
+    def _bound(s: Setup) -> Loop:
+        return lambda n: _benchmark.bound_loop(s.executable.handle, s.aligned_inputs,
+                                               s.outputs, n)
+
+    for size in (16, 256):
+        path(f"batch_{size}", f"batch of {size}, per point", evaluations=size,
+             programs=("sin3",))(functools.partial(_batch, size=size))
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from cyxla import _benchmark
 from cyxla._abi import HOST_ALIGNMENT
 from cyxla._bench.programs import BenchProgram
 
-__all__ = ["FLOOR", "JIT", "PATHS", "Loop", "Path", "Setup", "path", "setup"]
+__all__ = ["FLOOR", "JIT", "PATHS", "Loop", "Path", "Setup", "applies", "path", "setup"]
 
 #: Runs n calls and returns the seconds they took.
 Loop = Callable[[int], float]
@@ -52,24 +61,31 @@ class Path:
     name: str
     #: The table's description; `{threads}` is replaced by the thread count.
     label: str
-    make: Callable[[Setup], Loop | None]
+    make: Callable[[Setup], Loop]
     #: Evaluations of the program per call: figures are per evaluation.
     evaluations: int = 1
+    #: The keys of the programs it is timed on; None: all.
+    programs: tuple[str, ...] | None = None
 
 
 PATHS: dict[str, Path] = {}
 
 
 def path(
-    name: str, label: str, *, evaluations: int = 1
-) -> Callable[[Callable[[Setup], Loop | None]], Callable[[Setup], Loop | None]]:
+    name: str, label: str, *, evaluations: int = 1, programs: tuple[str, ...] | None = None
+) -> Callable[[Callable[[Setup], Loop]], Callable[[Setup], Loop]]:
     """Registers the decorated function as the maker of path `name`."""
 
-    def register(make: Callable[[Setup], Loop | None]) -> Callable[[Setup], Loop | None]:
-        PATHS[name] = Path(name, label, make, evaluations)
+    def register(make: Callable[[Setup], Loop]) -> Callable[[Setup], Loop]:
+        PATHS[name] = Path(name, label, make, evaluations, programs)
         return make
 
     return register
+
+
+def applies(path: Path, program: BenchProgram) -> bool:
+    """Whether `path` is timed on `program`."""
+    return path.programs is None or program.key in path.programs
 
 
 def aligned(array: np.ndarray) -> np.ndarray:
@@ -141,9 +157,7 @@ def _jax_jit_device(s: Setup) -> Loop:
     return timed(lambda: jax.block_until_ready(jitted(*on_device)))
 
 
-@path("memcpy", "memcpy of the output's bytes (the machine's limit)")
-def _memcpy(s: Setup) -> Loop | None:
-    if not s.program.memcpy:
-        return None
+@path("memcpy", "memcpy of the output's bytes (the machine's limit)", programs=("ew1m",))
+def _memcpy(s: Setup) -> Loop:
     source, target = s.aligned_inputs[0], s.outputs[0]
     return lambda n: _benchmark.memcpy_loop(source, target, n)

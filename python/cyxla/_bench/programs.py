@@ -21,9 +21,6 @@ class BenchProgram:
     function: Callable[..., jax.Array]
     #: Its inputs as a user has them: plain NumPy arrays, aligned as NumPy allocates them.
     make_inputs: Callable[[np.random.Generator], list[np.ndarray]]
-    #: Whether a `memcpy` of the output's bytes is timed too: the machine's limit for a
-    #: call whose cost is moving its output.
-    memcpy: bool = False
 
 
 def _mlp(x: jax.Array, w1: jax.Array, b1: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
@@ -64,6 +61,5 @@ PROGRAMS: tuple[BenchProgram, ...] = (
         "2 * x + 1, x: f32[1048576] (4 MiB in, 4 MiB out)",
         lambda x: 2 * x + 1,
         lambda rng: [rng.standard_normal(1 << 20, dtype=np.float32)],
-        memcpy=True,
     ),
 )

@@ -77,17 +77,20 @@ def measure(
 ) -> dict[str, Any]:
     """Times the chosen paths of `program` in interleaved rounds: its `programs/<key>`."""
     setup = paths.setup(program, max(1, args.threads))
-    chosen = [p for p in paths.PATHS.values() if p.name == paths.FLOOR or p.name in args.paths]
+    chosen = [
+        p
+        for p in paths.PATHS.values()
+        if (p.name == paths.FLOOR or p.name in args.paths) and paths.applies(p, program)
+    ]
     if args.clock == "cpu":  # the CPU time of N threads is not their wall time
         chosen = [p for p in chosen if p.name != "threads"]
     timings: dict[str, rounds.Timing] = {}
     for path in chosen:
         loop = path.make(setup)
-        if loop is not None:
-            if args.clock == "cpu":
-                loop = rounds.on_cpu_clock(loop)
-            calls = rounds.calls_per_sample(loop, args.sample_ms / 1e3)
-            timings[path.name] = rounds.Timing(loop, calls, path.evaluations)
+        if args.clock == "cpu":
+            loop = rounds.on_cpu_clock(loop)
+        calls = rounds.calls_per_sample(loop, args.sample_ms / 1e3)
+        timings[path.name] = rounds.Timing(loop, calls, path.evaluations)
     samples = rounds.time_rounds(timings, max(1, args.rounds), rng)
     pointers = setup.executable._native._pjrt_pointers()
     types = [int(s.element_type) for s in setup.executable.inputs]
