@@ -415,7 +415,7 @@ ALLOCATION_CHECK = """
     import jax, jax.numpy as jnp, numpy as np
     import cyxla
     from cyxla import _benchmark
-    from cyxla._cli.bench import _aligned
+    from cyxla._bench.paths import aligned as _aligned
 
     counter = ctypes.CDLL(None)
     counter.count_allocations_stop.restype = ctypes.c_long
