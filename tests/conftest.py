@@ -1,74 +1,22 @@
-"""Shared test setup: one CPU plugin per test process, loaded on first use."""
+"""Shared test setup: one CPU plugin per test process, loaded on first use. Only fixtures
+and hooks live here; the helpers that tests share live in support.py."""
 
 from __future__ import annotations
 
-import contextlib
-import json
+import ctypes
 import os
-import shutil
 import subprocess
-import sys
-import textwrap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 import pytest
 
 import cyxla as cx
+from cyxla import _core
 
-
-def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Runs `code` in a fresh interpreter (a process loads one plugin, so tests that
-    choose another plugin or settings run in their own)."""
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=300,
-    )
-
-
-def run_cyxla(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Runs `python -m cyxla ARGS` in a fresh interpreter."""
-    return subprocess.run(
-        [sys.executable, "-m", "cyxla", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=300,
-    )
-
-
-_STEPS_PRELUDE = """
-import json
-from pathlib import Path
-
-import jax
-import numpy as np
-
-import cyxla as cx
-
-
-def attempt(step):
-    try:
-        value = step()
-    except Exception as error:
-        print(json.dumps([type(error).__name__, str(error)]))
-    else:
-        print(json.dumps(["ok", str(value)]))
-"""
-
-
-def run_steps(code: str, env: dict[str, str] | None = None) -> list[list[str]]:
-    """Runs `code` in a fresh interpreter, where `attempt(step)` prints one JSON line per
-    step it tries: ["ok", str(result)] or [exception type name, message]."""
-    result = run_python(_STEPS_PRELUDE + textwrap.dedent(code), env)
-    assert result.returncode == 0, result.stderr
-    return [json.loads(line) for line in result.stdout.splitlines()]
+from support import F32, compile_c, run_python, set_outputs, x64_mode
 
 
 @pytest.fixture
@@ -104,63 +52,7 @@ def _private_cache_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterat
         os.environ["CYXLA_CACHE_DIR"] = saved
 
 
-# ------------------------------------------------------------------ the installed package
-
-
-def plugin_library() -> str:
-    """The CPU plugin's library, as cyxla finds it."""
-    from cyxla import _plugins
-
-    return _plugins.entry_for("cpu").library_path()
-
-
-def installed_header() -> Path:
-    """The element-type header installed with the package under test (not the source
-    tree's): the one piece of the PJRT C API that cyxla's public headers declare."""
-    return Path(cx.__file__).resolve().parent / "include" / "cyxla" / "element_type.h"
-
-
-def private_pjrt_header() -> Path:
-    """cyxla's own PJRT declarations, private to the source tree (never installed)."""
-    return Path(__file__).resolve().parents[1] / "src" / "pjrt" / "pjrt_c_api.h"
-
-
-def compile_c(
-    source: Path, output: Path, *, shared: bool = False, defines: dict[str, str] | None = None
-) -> Path:
-    """Compiles `source` with the system C compiler against cyxla's installed headers and
-    its private PJRT declarations ("pjrt/pjrt_c_api.h")."""
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    assert compiler, "the tests need a C compiler (cc) to build their probes"
-    include = installed_header().parents[1]
-    private = private_pjrt_header().parents[1]
-    command = [compiler, "-std=c11", "-O0", "-Wall", "-Werror", f"-I{include}", f"-I{private}"]
-    command += [f"-D{name}={value}" for name, value in (defines or {}).items()]
-    command += [str(source), *(["-shared", "-fPIC"] if shared else ["-ldl"]), "-o", str(output)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stderr}"
-    return output
-
-
-_FAKE_PLUGIN = r"""
-/* A library that looks like a PJRT plugin up to GetPjrtApi, with the version, table
- * size and slots the test chooses: every function slot is null. */
-#include <string.h>
-
-#include "pjrt/pjrt_c_api.h"
-
-static PJRT_Api api;
-
-const PJRT_Api* GetPjrtApi(void) {
-  if (FAKE_NULL_API) return NULL;
-  memset(&api, 0, sizeof api);
-  api.struct_size = FAKE_STRUCT_SIZE;
-  api.pjrt_api_version.struct_size = sizeof(PJRT_Api_Version);
-  api.pjrt_api_version.major_version = FAKE_MAJOR;
-  api.pjrt_api_version.minor_version = FAKE_MINOR;
-  return &api;
-}
-"""
+# ------------------------------------------------------------------ fake plugins
 
 
 @pytest.fixture(scope="session")
@@ -168,8 +60,7 @@ def fake_plugin(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]
     """Builds (once per arguments) a fake plugin whose GetPjrtApi reports `major.minor`,
     a table of `struct_size` bytes (default: our full PJRT_Api), or no table at all."""
     directory = tmp_path_factory.mktemp("fake_plugins")
-    source = directory / "fake_plugin.c"
-    source.write_text(_FAKE_PLUGIN)
+    source = Path(__file__).parent / "native" / "table_only_plugin.c"
     built: dict[tuple[int, int, str, bool], Path] = {}
 
     def build(
@@ -191,18 +82,39 @@ def fake_plugin(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]
     return build
 
 
+# ------------------------------------------------------------------ the scripted plugin
+
+
+@pytest.fixture(scope="session")
+def scripted(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[_core.Plugin, ctypes.CDLL]]:
+    source = Path(__file__).parent / "native" / "scripted_plugin.c"
+    library = compile_c(source, tmp_path_factory.mktemp("scripted") / "libscripted.so", shared=True)
+    control = ctypes.CDLL(str(library))
+    control.fake_calls.restype = ctypes.c_long
+    control.fake_destroyed_errors.restype = ctypes.c_long
+    control.fake_options_seen.restype = ctypes.c_char_p
+    plugin = _core.Plugin.load(str(library))
+    yield plugin, control
+    control.fake_fail(b"")
+
+
+@pytest.fixture
+def control(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> Iterator[ctypes.CDLL]:
+    """The script, reset after each test: nothing fails, platform "fake", one device,
+    programs with one f32[3] output."""
+    lib = scripted[1]
+    yield lib
+    lib.fake_fail(b"")
+    lib.fake_get_code_fails(0)
+    lib.fake_null_fingerprint(0)
+    lib.fake_platform(b"fake")
+    lib.fake_devices(1)
+    set_outputs(lib, [F32], [[3]])
+
+
 # ------------------------------------------------------------------ x64
-
-
-@contextlib.contextmanager
-def x64_mode(enabled: bool) -> Iterator[None]:
-    """jax_enable_x64 set to `enabled` inside the block, restored after it."""
-    before = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", enabled)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", before)
 
 
 @pytest.fixture
@@ -212,20 +124,10 @@ def x64() -> Iterator[None]:
         yield
 
 
-# ------------------------------------------------------------------ lowering helpers
+# ------------------------------------------------------------------ executables
 
 
-def spec(shape: Sequence[int], dtype: Any) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
-
-
-def specs_of(args: Sequence[Any]) -> list[Any]:
-    """ShapeDtypeStructs (in the same pytree) for concrete arguments."""
-    return [jax.tree.map(lambda a: spec(np.shape(a), np.asarray(a).dtype), arg) for arg in args]
-
-
-def compile_fn(fn: Callable[..., Any], args: Sequence[Any]) -> cx.Executable:
-    """Lowers `fn` for `args` (shapes and dtypes, or pytrees of them) and compiles it."""
-    program = cx.lower(fn, args)
-    executable, _ = cx.compile_program(program)
-    return executable
+@pytest.fixture(scope="module")
+def sin_executable() -> cx.Executable:
+    program = cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    return cx.compile_program(program)[0]

@@ -20,7 +20,7 @@ import pytest
 from cyxla._bench import paths, plot, programs, report, rounds
 from cyxla._cli import bench
 
-from conftest import run_cyxla
+from support import run_cyxla
 
 QUICK = ("--rounds", "3", "--threads", "2", "--sample-ms", "1")
 
@@ -217,6 +217,24 @@ def test_the_plot_draws_every_path(tmp_path: Path) -> None:
     plot.save_plot(data, tmp_path / "p.svg")
     svg = (tmp_path / "p.svg").read_text()
     assert "<svg" in svg and svg.count('id="patch_') >= 2 + 2
+
+
+def test_bench_prints_a_table_without_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tiny = programs.BenchProgram(
+        "tiny", "x + 1", lambda x: x + 1, lambda rng: [np.zeros(2, np.float32)]
+    )
+    monkeypatch.setattr(programs, "PROGRAMS", (tiny,))
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(["--rounds", "1", "--threads", "1", "--sample-ms", "0.1"])
+    args.programs = ["tiny"]
+    assert bench.main(args) == 0
+    out = capsys.readouterr().out
+    assert "\ntiny: x + 1\n" in out and "vs jax_jit" in out
+    assert "the floor's steps, us per call: buffers_in" in out
+    assert not out.lstrip().startswith("{")  # a table, not JSON
 
 
 def test_bench_arguments_default_to_every_program_and_path() -> None:

@@ -22,7 +22,7 @@ from cyxla._errors import PluginVersionError
 from cyxla._ffi import registry
 from cyxla._version import __version__
 
-from conftest import run_cyxla, run_python
+from support import run_cyxla, run_python
 
 
 def header_ffi_version() -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Custom calls: jaxlib's handlers on the plugin, user FFI targets, mirroring jax.ffi, and
 the errors for what a plugin cannot run.
 
-The user handler (tests/ffi_handler/handlers.cc) is built here against the FFI headers
+The user handler (tests/native/handlers.cc) is built here against the FFI headers
 that jaxlib ships, computes y = x * factor + 1, and is compared with jax.jit running the
 same handler through JAX's own registration."""
 
@@ -26,16 +26,16 @@ from jax._src.lib import xla_client
 
 import cyxla as cx
 from cyxla import _core
+from cyxla._ffi import checks as ffi_checks
 from cyxla._ffi import mirror, registry
+from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi import sources as ffi_sources
 
-from conftest import run_python
-from native_api import OK, Error, Input, ProgramSpec, table
+from support import F32, OK, Error, Input, ProgramSpec, run_python, table
 
 HERE = Path(__file__).resolve().parent
-SOURCES = HERE / "ffi_handler"
+SOURCES = HERE / "native"
 SRC = HERE.parent / "src"
-F32 = int(cx.ElementType.F32)
 FACTOR = np.float32(2.5)
 
 
@@ -50,7 +50,7 @@ def compile_cxx(source: Path, *arguments: str) -> subprocess.CompletedProcess[st
 
 @pytest.fixture(scope="session")
 def handler_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/ffi_handler/handlers.cc built into a shared library."""
+    """tests/native/handlers.cc built into a shared library."""
     output = tmp_path_factory.mktemp("ffi_handler") / "libcyxla_test_handlers.so"
     result = compile_cxx(SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output))
     assert result.returncode == 0, result.stderr
@@ -117,6 +117,29 @@ def test_jaxlib_targets_come_from_the_listed_modules() -> None:
     assert ffi_sources.JAXLIB_CPU_MODULES == ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
 
 
+def test_jax_held_targets_skip_what_cyxla_cannot_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = xla_client.custom_call_targets
+
+    def targets_of(platform: str) -> Any:
+        if platform == "ROCM":
+            raise RuntimeError("unknown platform")
+        return real(platform)
+
+    monkeypatch.setattr(xla_client, "custom_call_targets", targets_of)
+    pending = {"TPU": [("cyxla_test_tpu_pending", object(), 1, 0)]}
+    monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
+    held = {t.name for t in ffi_sources.jax_held_targets()}
+    assert "cyxla_test_tpu_pending" not in held
+    assert set(real("Host")) <= held
+
+
+def test_a_jaxlib_module_that_does_not_import_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = "jaxlib.cpu._cyxla_missing"
+    monkeypatch.setattr(ffi_sources, "JAXLIB_CPU_MODULES", (missing, "jaxlib.cpu._lapack"))
+    names = [m.__name__ for m in ffi_sources._jaxlib_cpu_modules()]
+    assert "jaxlib.cpu._lapack" in names and missing not in names
+
+
 def test_a_linalg_program_from_the_cache_runs_in_a_fresh_process(tmp_path: Path) -> None:
     """A process that never lowers linear algebra still readies jaxlib's LAPACK."""
     env = {"CYXLA_CACHE_DIR": str(tmp_path)}
@@ -151,7 +174,7 @@ def test_a_linalg_program_from_the_cache_runs_in_a_fresh_process(tmp_path: Path)
 
 
 def fake_plugin(layout: int, directory: Path) -> Path:
-    """tests/ffi_handler/fake_plugin.c built for one layout of the FFI extension."""
+    """tests/native/fake_plugin.c built for one layout of the FFI extension."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     assert compiler, "the custom-call tests need a C compiler (cc)"
     output = directory / f"libcyxla_fake_plugin_{layout}.so"
@@ -211,6 +234,15 @@ def test_an_unknown_layout_of_the_ffi_extension(tmp_path: Path) -> None:
         _core._ffi_version(plugin)
     assert "cyxla knows the 40, 60 and 52-byte layouts" in str(info.value)
     assert "expected 48, got 0" in str(info.value)
+
+
+def test_plugin_without_register_handler(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:
+    with pytest.raises(cx.PluginVersionError) as caught:
+        _core._ffi_version(scripted[0])
+    assert str(caught.value) == (
+        f"the PJRT FFI extension of {scripted[0].path} cannot register handlers (it predates "
+        "register_handler, added to XLA in 2025-08); install a newer plugin"
+    )
 
 
 # ---------------------------------------------------------------- a user handler
@@ -516,6 +548,48 @@ def test_a_handler_that_refuses_its_metadata_call_is_refused(handlers: ctypes.CD
     assert "CyxlaTestRefusingHandler refuses every call" in message
 
 
+def test_registering_a_null_handler(sin_executable: cx.Executable) -> None:
+    plugin = cx.initialize().plugin
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        _core.register_ffi_handler(plugin, "cyxla_test_null", 0, "Host")
+    assert str(caught.value) == "the XLA FFI handler of 'cyxla_test_null' is a null pointer"
+
+
+def test_a_handler_that_throws_at_its_metadata_call(tmp_path: Path) -> None:
+    source = tmp_path / "throwing.cc"
+    source.write_text(
+        '#include <stdexcept>\nextern "C" void* cyxla_test_throwing(void*) '
+        '{ throw std::runtime_error("thrown by the handler"); }\n'
+    )
+    library = tmp_path / "libthrowing.so"
+    subprocess.run(["c++", "-shared", "-fPIC", "-o", library, source], check=True)
+    handler = ctypes.CDLL(str(library)).cyxla_test_throwing
+    address = ctypes.cast(handler, ctypes.c_void_p).value
+    plugin = cx.initialize().plugin
+    with pytest.raises(cx.InvalidArgumentError) as caught:
+        _core.register_ffi_handler(plugin, "cyxla_test_throwing", address, "Host")
+    assert (
+        "'cyxla_test_throwing' refused XLA's metadata call (an exception: thrown by the "
+        "handler)" in str(caught.value)
+    )
+
+
+def test_the_version_probe_is_no_custom_call() -> None:
+    def call_probe(x: jax.Array) -> jax.Array:
+        return jax.ffi.ffi_call("cyxla_ffi_version_probe", jax.ShapeDtypeStruct(x.shape, x.dtype))(
+            x
+        )
+
+    program = cx.lower(
+        call_probe,
+        [jax.ShapeDtypeStruct((3,), jnp.float32)],
+        custom_calls=["cyxla_ffi_version_probe"],
+    )
+    executable = cx.compile_program(program)[0]
+    with pytest.raises(cx.PjrtError, match="cyxla_ffi_version_probe is not a custom call"):
+        executable.run([np.zeros(3, np.float32)])
+
+
 def test_registration_arguments_are_checked(handlers: ctypes.CDLL) -> None:
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
     cx.register_ffi_target("cyxla_test_first", capsule)
@@ -530,6 +604,64 @@ def test_registration_arguments_are_checked(handlers: ctypes.CDLL) -> None:
         cx.register_ffi_target("cyxla_test_no_execute", {"prepare": capsule})
     with pytest.raises(ValueError, match="invalid custom-call target name"):
         cx.register_ffi_target('bad"name', capsule)
+
+
+# ---------------------------------------------------------------- the checks' edges
+
+
+def _call(target: str, config: str = "api_version = 4 : i32") -> str:
+    return f"    %0 = stablehlo.custom_call @{target}(%arg0) {{{config}}} : (tensor<3xf32>) -> ()"
+
+
+def test_check_lowered_lets_xla_builtins_through_and_names_callbacks() -> None:
+    ffi_checks.check_lowered(_call("Sharding", 'backend_config = ""'), "f", "cpu")
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        ffi_checks.check_lowered(_call("xla_ffi_python_cpu_callback"), "f", "cpu")
+    assert "f calls the custom-call target 'xla_ffi_python_cpu_callback'" in str(info.value)
+    assert "Python host callback" in str(info.value)
+
+
+def test_explain_export_error_falls_back_when_tracing_fails() -> None:
+    def trace() -> Any:
+        raise RuntimeError("cannot trace again")
+
+    error = NotImplementedError("host_callbacks are not supported")
+    assert ffi_checks.explain_export_error(error, "f", trace) is None
+    assert ffi_checks.explain_export_error(ValueError("other"), "f", trace) is None
+
+
+_explained = ffi_checks.explain_compile_errors
+
+
+def test_explain_compile_errors_names_an_untyped_call() -> None:
+    untyped = "No registered implementation for untyped custom call to old_call"
+    expected = "'old_call' is an untyped custom call"
+    with pytest.raises(cx.UnsupportedProgramError, match=expected), _explained():
+        raise cx.CompileError(untyped)
+    with pytest.raises(cx.CompileError, match="something else"), _explained():
+        raise cx.CompileError("something else")
+
+
+def test_version_reasons() -> None:
+    older = ffi_plugin._version_reason((0, 1), (0, 2))
+    assert older == (
+        " (handler built against XLA FFI 0.1, plugin's XLA FFI 0.2): another handler may "
+        "hold the name in the plugin"
+    )
+    assert "XLA FFI unknown" in ffi_plugin._version_reason(None, (0, 2))
+
+
+class _Refusing:
+    """A runtime whose compile fails for a reason other than a missing handler."""
+
+    def compile(self, *_: Any) -> None:
+        raise cx.CompileError("out of memory")
+
+
+def test_the_probe_passes_on_other_compile_errors() -> None:
+    plugin = cx.initialize().plugin
+    with pytest.raises(cx.CompileError, match="out of memory"):
+        ffi_plugin._probe(plugin, _Refusing(), ["cyxla_test_probe"])  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- mirroring's edges

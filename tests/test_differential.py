@@ -21,7 +21,7 @@ from jax import lax
 
 import cyxla as cx
 
-from conftest import specs_of
+from support import specs_of
 
 #: float32 results of a few transcendental operations: the builds may differ by a few
 #: ulps (eps = 1.19e-7), so 1e-5 relative with an absolute floor for values near zero.

@@ -11,6 +11,7 @@ for summation in any order, n * eps * sum(|x|); complex products within
 
 from __future__ import annotations
 
+import ctypes
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,8 +24,21 @@ import numpy as np
 import pytest
 
 import cyxla as cx
+from cyxla import _core
 
-from conftest import installed_header
+from support import (
+    F8E5M2,
+    F32,
+    OK,
+    TYPE_MISMATCH,
+    Error,
+    Input,
+    ProgramSpec,
+    installed_header,
+    runtime,
+    set_outputs,
+    table,
+)
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 #: The dtypes the spec lists: bool, 8 to 64-bit integers, float16, bfloat16, float32,
@@ -255,6 +269,68 @@ def test_bfloat16_results_are_bfloat16_arrays() -> None:
     assert all(o.dtype in (BFLOAT16, np.dtype(bool)) for o in outputs[:5])
     np.testing.assert_array_equal(outputs[1].astype(np.float32), x.astype(np.float32) * 2)
     np.testing.assert_array_equal(outputs[3].astype(np.float32), x.astype(np.float32) ** 2)
+
+
+# ------------------------------------------------------------------------ element types in the core
+
+
+def test_unsupported_input_type(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    with pytest.raises(cx.DtypeError) as caught:
+        runtime(scripted).compile(b"x", b"", [(F32, [3]), (F8E5M2, [2])])
+    assert str(caught.value) == "input 1 has an element type cyxla does not support"
+
+
+def test_unsupported_output_type(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    set_outputs(control, [F32, F8E5M2], [[3], [2]])
+    with pytest.raises(cx.DtypeError) as caught:
+        runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    assert str(caught.value) == (
+        "output 1 has element type unsupported, which cyxla does not support"
+    )
+
+
+TYPE_NAMES = {
+    "PRED": "pred",
+    "S8": "s8",
+    "S16": "s16",
+    "S32": "s32",
+    "S64": "s64",
+    "U8": "u8",
+    "U16": "u16",
+    "U32": "u32",
+    "U64": "u64",
+    "F16": "f16",
+    "F32": "f32",
+    "F64": "f64",
+    "BF16": "bf16",
+    "C64": "c64",
+    "C128": "c128",
+}
+
+
+@pytest.mark.parametrize(
+    ("given", "name"),
+    [(int(getattr(cx.ElementType, t)), n) for t, n in TYPE_NAMES.items() if t != "F32"]
+    + [(F8E5M2, "unsupported")],
+)
+def test_type_mismatch_names_both_types(
+    sin_executable: cx.Executable, given: int, name: str
+) -> None:
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error)) == OK
+    x = np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, given, 12))
+    outputs = (ctypes.c_void_p * 1)(x.ctypes.data)
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    table().release_spec(ctypes.byref(spec))
+    assert status == TYPE_MISMATCH
+    assert error.message.decode() == (
+        f"execute: input 0 has element type {name}, the program takes f32"
+    )
 
 
 # ------------------------------------------------------------------------ x64 switching

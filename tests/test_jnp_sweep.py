@@ -21,7 +21,7 @@ import pytest
 
 import cyxla as cx
 
-from conftest import x64_mode
+from support import x64_mode
 
 SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (2, 3), (0, 3))
 #: (name, whether it needs 64-bit mode); float64 and int64 exist only with jax_enable_x64.

@@ -19,7 +19,7 @@ import pytest
 
 import cyxla as cx
 
-from conftest import x64_mode
+from support import x64_mode
 
 N = 4  # the size of the matrices (jnp.linalg.det has closed forms up to 3 x 3)
 BATCH = 2

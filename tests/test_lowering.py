@@ -1,7 +1,10 @@
-"""`cx.lower`: the program's signature is the caller's, and what JAX changes is said."""
+"""Lowering (`cx.lower`): the program's signature is the caller's, what JAX changes is said,
+the StableHLO target a plugin asks for, and the export failures and programs it refuses or
+passes on."""
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -9,10 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax._src.lib.mlir.dialects import hlo
 
 import cyxla as cx
+from cyxla import _stablehlo
 
-from conftest import compile_fn, spec, x64_mode
+from support import compile_fn, spec, x64_mode
 
 # ------------------------------------------------------------------ unused arguments
 
@@ -90,3 +95,80 @@ def test_lower_does_not_warn_when_the_dtypes_are_kept(recwarn: pytest.WarningsRe
     assert program.inputs == (cx.TensorSpec((3,), np.float64),)
     cx.lower(lambda x: x * 2, [spec((3,), np.float32)])
     assert not [w for w in recwarn if "64-bit" in str(w.message)]
+
+
+# ------------------------------------------------ the plugin's target, arguments that are no arrays
+
+
+def test_stablehlo_target_of_a_plugin_that_names_no_version() -> None:
+    plugin = types.SimpleNamespace(attributes={})
+    assert _stablehlo.stablehlo_target_of(plugin) == str(hlo.get_current_version())  # type: ignore[arg-type]
+
+
+def test_lower_names_an_argument_that_is_no_array() -> None:
+    class NoArray:
+        def __array__(self, *_: Any, **__: Any) -> np.ndarray:
+            raise RuntimeError("no")
+
+    with pytest.raises(
+        TypeError, match=r"expected a jax\.ShapeDtypeStruct or an array, got NoArray"
+    ):
+        cx.lower(jnp.sin, [NoArray()])
+
+
+# ----------------------------------------------------------------- export failures and side effects
+
+
+def _exporting(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    """jax.export.export fails with `error`, as it does for what cyxla does not explain."""
+
+    def export(*_: Any, **__: Any) -> Any:
+        def call(*___: Any) -> Any:
+            raise error
+
+        return call
+
+    monkeypatch.setattr(jax.export, "export", export)
+
+
+def test_lower_passes_on_export_errors_it_cannot_explain(monkeypatch: pytest.MonkeyPatch) -> None:
+    _exporting(monkeypatch, ValueError("an unexplained export failure"))
+    with pytest.raises(ValueError, match="an unexplained export failure"):
+        cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+
+
+def test_lower_names_host_callbacks_it_cannot_find(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jax.export refuses host callbacks that tracing again does not show: still named."""
+    _exporting(monkeypatch, NotImplementedError("cannot serialize host_callbacks"))
+
+    def hidden(x: jax.Array) -> jax.Array:
+        return jnp.cos(x)
+
+    with pytest.raises(cx.UnsupportedProgramError, match="hidden calls back into Python") as info:
+        cx.lower(hidden, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    assert isinstance(info.value.__cause__, NotImplementedError)
+
+
+class _WithEffects:
+    """An export that reports side effects (as an effectful primitive would)."""
+
+    def __init__(self, exported: Any) -> None:
+        self._exported = exported
+        self.ordered_effects = ("OrderedIOEffect",)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._exported, name)
+
+
+def test_lower_refuses_programs_with_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = jax.export.export
+    monkeypatch.setattr(
+        jax.export,
+        "export",
+        lambda *a, **k: lambda *args: _WithEffects(real(*a, **k)(*args)),
+    )
+    with pytest.raises(
+        cx.UnsupportedProgramError,
+        match=r"sin has side effects cyxla cannot run: \['OrderedIOEffect'\]",
+    ):
+        cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)])

@@ -1,4 +1,5 @@
-"""The native API (cyxla/cyxla.h): versions, error codes, lifetimes, threads, allocations."""
+"""The native API (cyxla/cyxla.h): versions, error codes, handles (the registry), lifetimes,
+threads, the native loops, allocations."""
 
 from __future__ import annotations
 
@@ -19,22 +20,26 @@ import numpy as np
 import pytest
 
 import cyxla
-from cyxla import _benchmark
+from cyxla import _benchmark, _core
 
-from conftest import compile_c
-from native_api import (
+from support import (
+    F32,
+    F64,
+    INTERNAL,
     INVALID_ARGUMENT,
     OK,
+    PJRT,
     RELEASED,
     TYPE_MISMATCH,
     Api,
     Error,
     Input,
     ProgramSpec,
+    compile_c,
+    runtime,
+    set_outputs,
     table,
 )
-
-F32, F64 = int(cyxla.ElementType.F32), int(cyxla.ElementType.F64)
 
 
 def sin2(x: jax.Array) -> jax.Array:
@@ -238,6 +243,63 @@ def test_execute_matches_jax(executable: cyxla.Executable) -> None:
     np.testing.assert_array_equal(y, jax.jit(sin2)(x))
 
 
+def _execute_raw(
+    spec: ProgramSpec,
+    inputs: ctypes.Array | None,
+    num_inputs: int,
+    outputs: ctypes.Array | None,
+    num_outputs: int,
+) -> Error:
+    """execute with the caller's own arrays, NULL included; the error struct starts dirty so
+    that a success must overwrite it."""
+    error = Error(status=99, message=b"left over")
+    status = table().execute(
+        ctypes.byref(spec), inputs, num_inputs, outputs, num_outputs, ctypes.byref(error)
+    )
+    assert status == error.status
+    return error
+
+
+def test_a_program_without_inputs_takes_null_inputs() -> None:
+    executable = cyxla.compile_program(cyxla.lower(lambda: jnp.arange(3.0) * 2, []))[0]
+    _, spec, _ = get_spec(executable.handle)
+    y = np.zeros(3, np.float32)
+    error = _execute_raw(spec, None, 0, (ctypes.c_void_p * 1)(y.ctypes.data), 1)
+    table().release_spec(ctypes.byref(spec))
+    # On success the error struct is written: status OK, an empty message.
+    assert (error.status, error.message) == (OK, b"")
+    np.testing.assert_array_equal(y, np.arange(3.0, dtype=np.float32) * 2)
+
+
+def test_a_program_without_outputs_takes_null_outputs() -> None:
+    program = cyxla.lower(lambda x: (), [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    assert program.outputs == ()
+    executable = cyxla.compile_program(program)[0]
+    _, spec, _ = get_spec(executable.handle)
+    x = np.ones(3, np.float32)
+    error = _execute_raw(spec, (Input * 1)(as_input(x)), 1, None, 0)
+    table().release_spec(ctypes.byref(spec))
+    assert (error.status, error.message) == (OK, b"")
+
+
+@pytest.mark.parametrize("offset", [0, 4], ids=["aligned", "unaligned"])
+def test_an_output_may_alias_an_input(executable: cyxla.Executable, offset: int) -> None:
+    """x <- f(x) in one array: every input is read before any output is written."""
+    raw = np.zeros(64 + 64, np.uint8)
+    start = -raw.ctypes.data % 64 + offset
+    x = raw[start : start + 12].view(np.float32)
+    assert (x.ctypes.data % 64 == 0) == (offset == 0)
+    x[:] = [0.5, 1.0, -2.0]
+    expected = np.asarray(jax.jit(sin2)(x.copy()))
+    _, spec, _ = get_spec(executable.handle)
+    for _ in range(3):
+        error = execute(spec, [as_input(x)], [x.ctypes.data])
+        assert error.status == OK, error.message
+        np.testing.assert_array_equal(x, expected)
+        expected = np.asarray(jax.jit(sin2)(expected))
+    table().release_spec(ctypes.byref(spec))
+
+
 @pytest.mark.parametrize(
     ("case", "status", "message"),
     [
@@ -275,6 +337,98 @@ def test_execute_refuses_bad_arguments(
     assert error.status == status
     assert message in error.message
     np.testing.assert_array_equal(y, 7.0)  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("platform", "failing", "message"),
+    [
+        (b"fake", "PJRT_Client_BufferFromHostBuffer", "PJRT_Client_BufferFromHostBuffer failed"),
+        (b"fake", "PJRT_LoadedExecutable_Execute", "PJRT_LoadedExecutable_Execute failed"),
+        (b"fake", "PJRT_Event_Await", "executing the program failed"),
+        (b"fake", "PJRT_Buffer_ToHostBuffer", "PJRT_Buffer_ToHostBuffer failed"),
+        (
+            b"cpu",
+            "PJRT_Buffer_OpaqueDeviceMemoryDataPointer",
+            "PJRT_Buffer_OpaqueDeviceMemoryDataPointer failed",
+        ),
+    ],
+)
+def test_execute_errors_through_the_c_api(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+    control: ctypes.CDLL,
+    platform: bytes,
+    failing: str,
+    message: str,
+) -> None:
+    executable = runtime(scripted, platform).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(handle.value, ctypes.byref(spec), ctypes.byref(error)) == OK
+    x, y = np.ones(3, np.float32), np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, F32, 12))
+    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    control.fake_fail(failing.encode())
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    control.fake_fail(b"")
+    assert status == error.status == PJRT
+    assert error.message.decode() == (f"execute: {message}: scripted failure of {failing}")
+    # The executable still works once the plugin does.
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    assert status == OK and error.message == b""
+    np.testing.assert_array_equal(y, x)
+    table().release_spec(ctypes.byref(spec))
+
+
+def test_staging_an_unaligned_input_too_large_to_allocate(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    # A (declared) input of 2**60 bytes: the aligned copy of an unaligned pointer cannot
+    # be allocated, which the C API reports as out of memory, running nothing.
+    set_outputs(control, [F32], [[1]])
+    executable = runtime(scripted, b"cpu").compile(b"x", b"", [(F32, [1 << 58])])
+    handle = _core.NativeHandle(executable)
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(handle.value, ctypes.byref(spec), ctypes.byref(error)) == OK
+    assert spec.input_bytes[0] == 1 << 60
+    memory = np.zeros(16, np.uint8)
+    unaligned = memory.ctypes.data | 1
+    inputs = (Input * 1)(Input(unaligned, F32, 1 << 60))
+    y = np.zeros(1, np.float32)
+    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    calls = control.fake_calls(b"PJRT_LoadedExecutable_Execute")
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    assert status == error.status == INTERNAL
+    assert error.message == b"execute: out of memory"
+    assert control.fake_calls(b"PJRT_LoadedExecutable_Execute") == calls
+    table().release_spec(ctypes.byref(spec))
+
+
+@pytest.mark.parametrize("which", ["inputs", "outputs"])
+def test_null_arrays_are_refused(sin_executable: cyxla.Executable, which: str) -> None:
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error))
+    x = np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, F32, 12))
+    outputs = (ctypes.c_void_p * 1)(x.ctypes.data)
+    status = table().execute(
+        ctypes.byref(spec),
+        None if which == "inputs" else inputs,
+        1,
+        None if which == "outputs" else outputs,
+        1,
+        ctypes.byref(error),
+    )
+    table().release_spec(ctypes.byref(spec))
+    assert status == INVALID_ARGUMENT
+    assert error.message == b"execute: inputs or outputs is NULL"
+
+
+def test_null_spec_and_null_error_are_safe(sin_executable: cyxla.Executable) -> None:
+    error = Error()
+    assert table().get_spec(sin_executable.handle, None, ctypes.byref(error)) == INVALID_ARGUMENT
+    assert error.message == b"get_spec: spec is NULL"
+    assert table().get_spec(sin_executable.handle, None, None) == INVALID_ARGUMENT
+    table().release_spec(None)
 
 
 def test_released_spec_is_refused(executable: cyxla.Executable) -> None:
@@ -322,6 +476,43 @@ def test_a_handle_dies_with_its_python_executable() -> None:
     status, _, error = get_spec(handle)
     assert status == RELEASED
     assert b"no executable has the handle" in error.message
+
+
+def test_releasing_a_foreign_or_stale_spec_changes_nothing(
+    sin_executable: cyxla.Executable,
+) -> None:
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(sin_executable.handle, ctypes.byref(spec), ctypes.byref(error)) == OK
+    handle, hold = sin_executable.handle, spec.executable
+    table().release_spec(ctypes.byref(spec))
+    # The spec's released hold, a wrong generation, an unknown slot:
+    for stale in (hold, handle + (5 << 32), 12345):
+        foreign = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec), executable=stale)
+        table().release_spec(ctypes.byref(foreign))
+        assert foreign.executable == 0
+    # The Python executable's own reference is untouched: the handle still works.
+    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK
+    table().release_spec(ctypes.byref(spec))
+
+
+def test_registry_grows_past_one_chunk(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    executable = runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    handles = [_core.NativeHandle(executable) for _ in range(2100)]
+    values = [h.value for h in handles]
+    assert len(set(values)) == 2100 and 0 not in values
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    x, y = np.arange(3, dtype=np.float32), np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, F32, 12))
+    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    assert table().get_spec(values[-1], ctypes.byref(spec), ctypes.byref(error)) == OK
+    assert table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error)) == OK
+    np.testing.assert_array_equal(y, x)
+    table().release_spec(ctypes.byref(spec))
+    del handles
+    gc.collect()
+    assert table().get_spec(values[-1], ctypes.byref(spec), ctypes.byref(error)) == RELEASED
 
 
 def test_aligned_memory() -> None:
@@ -405,6 +596,91 @@ def test_threads_see_a_table_that_differs_from_the_jit_when_wrong(
     rows = np.zeros((4, 3), np.float32)
     wrong = _benchmark._check_threads(executable.handle, rows, rows + 1, 10, 2)
     assert wrong == 20
+
+
+# ---------------------------------------------------------------------- the native loops
+
+
+def test_benchmark_loops(sin_executable: cyxla.Executable) -> None:
+    x = np.array([0.5, 1.0, 2.0], np.float32)
+    y = np.zeros(3, np.float32)
+    seconds = _benchmark.execute_threads(sin_executable.handle, [x], [y], 20, 3)
+    assert seconds > 0
+    pointers = sin_executable._native._pjrt_pointers()
+    phases = _benchmark.raw_pjrt_phases(*pointers, [x], [F32], [y], 5)
+    assert len(phases) == 5 and all(p >= 0 for p in phases) and sum(phases) > 0
+    np.testing.assert_array_equal(y, jax.jit(jnp.sin)(x))
+
+
+def test_benchmark_memcpy_loop_copies_the_targets_bytes() -> None:
+    source = np.arange(1000, dtype=np.float32)
+    target = np.zeros(600, np.float32)
+    assert _benchmark.memcpy_loop(source, target, 3) >= 0
+    np.testing.assert_array_equal(target, source[:600])
+    with pytest.raises(ValueError, match=r"^source: has 2400 bytes, fewer than the target's 4000"):
+        _benchmark.memcpy_loop(target, np.zeros(1000, np.float32), 1)
+
+
+def test_benchmark_refuses_more_arrays_than_inputs(sin_executable: cyxla.Executable) -> None:
+    x = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match=r"^inputs: the program takes 1 inputs, given 2"):
+        _benchmark.execute_loop(sin_executable.handle, [x, x], [x], 1)
+
+
+@pytest.mark.parametrize("threads", [None, 2])
+def test_benchmark_refuses_a_too_small_output(
+    sin_executable: cyxla.Executable, threads: int | None
+) -> None:
+    x, small = np.zeros(3, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(ValueError, match=r"^outputs\[0\]: has 4 bytes, the program writes 12"):
+        if threads is None:
+            _benchmark.execute_loop(sin_executable.handle, [x], [small], 1)
+        else:
+            _benchmark.execute_threads(sin_executable.handle, [x], [small], 1, threads)
+
+
+@pytest.mark.parametrize(
+    ("rows_in", "rows_out", "threads", "message"),
+    [
+        (0, 0, 2, r"^table_in: is empty"),
+        (2, 1, 2, r"^table_out: has 12 bytes, 2 rows of 12 expected"),
+        (2, 2, 0, r"^threads: must be at least 1"),
+    ],
+)
+def test_benchmark_check_threads_refuses_bad_tables(
+    sin_executable: cyxla.Executable, rows_in: int, rows_out: int, threads: int, message: str
+) -> None:
+    table_in, table_out = np.zeros((rows_in, 3), np.float32), np.zeros((rows_out, 3), np.float32)
+    with pytest.raises(ValueError, match=message):
+        _benchmark._check_threads(sin_executable.handle, table_in, table_out, 10, threads)
+    x = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match=r"^threads: must be at least 1"):
+        _benchmark.execute_threads(sin_executable.handle, [x], [x], 1, 0)
+
+
+def test_benchmark_refuses_types_that_do_not_match_the_inputs(
+    sin_executable: cyxla.Executable,
+) -> None:
+    x = np.zeros(3, np.float32)
+    pointers = sin_executable._native._pjrt_pointers()
+    with pytest.raises(ValueError, match=r"^types: one element type per input, given 2 for 1"):
+        _benchmark.raw_pjrt_loop(*pointers, [x], [F32, F32], [x], 1)
+
+
+@pytest.mark.parametrize("loop", ["execute_threads", "_check_threads"])
+def test_benchmark_reraises_an_error_inside_a_worker_thread(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, loop: str
+) -> None:
+    # Once, an error in a worker thread ended the process in std::terminate.
+    executable = runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    x = np.zeros(3, np.float32)
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    with pytest.raises(RuntimeError, match="scripted failure of PJRT_LoadedExecutable_Execute"):
+        if loop == "execute_threads":
+            _benchmark.execute_threads(handle.value, [x], [x], 5, 3)
+        else:
+            _benchmark._check_threads(handle.value, x[None], x[None], 5, 3)
 
 
 # ------------------------------------------------------------------- allocations

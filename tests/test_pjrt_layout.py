@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_c, installed_header, plugin_library, private_pjrt_header
+from support import compile_c, installed_header, plugin_library, private_pjrt_header
 
 # The pieces of our header that the probe is generated from.
 _FUNCTION = re.compile(r"^CYXLA_PJRT_FUNCTION\((\w+)\)", re.M)

@@ -1,5 +1,6 @@
 """Finding, choosing and loading plugins: discovery, `initialize`, the environment
-variables, entry points of other packages, and `python -m cyxla`.
+variables, entry points of other packages, the core's client of a plugin (against
+tests/native/scripted_plugin.c), and `python -m cyxla`.
 
 A process loads one plugin, so every test that decides how the plugin is loaded runs in
 a fresh interpreter. The PJRT version the plugin reports is read independently with
@@ -9,9 +10,13 @@ ctypes, straight from the table its GetPjrtApi returns.
 from __future__ import annotations
 
 import ctypes
+import gc
+import sys
 import textwrap
+import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -19,8 +24,10 @@ import pytest
 
 import cyxla as cx
 from cyxla import _backend, _core, _plugins
+from cyxla._cli import plugins as cli_plugins
+from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
 
-from conftest import plugin_library, run_cyxla, run_steps
+from support import F32, compile_c, plugin_library, run_cyxla, run_steps, runtime
 
 CPU_DEFAULTS = {"cpu_device_count": 1, "asynchronous": False}
 
@@ -82,6 +89,66 @@ def test_plugin_version_matches_its_table(library: str) -> None:
     )
     # Loading twice gives the one plugin object: a plugin is initialized once per process.
     assert _plugins.load_library(Path(library)) is plugin
+
+
+def _package(
+    monkeypatch: pytest.MonkeyPatch, name: str, directory: Path, **attributes: Any
+) -> None:
+    """A stand-in for an installed package `name` whose files lie in `directory`."""
+    module = types.ModuleType(name)
+    module.__file__ = str(directory / "__init__.py")
+    for key, value in attributes.items():
+        setattr(module, key, value)
+    monkeypatch.setitem(sys.modules, name, module)
+
+
+@pytest.mark.parametrize(
+    ("entry", "package", "library"),
+    [
+        (cuda12, "xla_cuda12", "xla_cuda_plugin.so"),
+        (cuda13, "xla_cuda13", "xla_cuda_plugin.so"),
+        (rocm7, "xla_rocm7", "xla_rocm_plugin.so"),
+    ],
+)
+def test_jax_plugin_packages_are_found_and_prepared(
+    entry: Any, package: str, library: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    preloaded: list[str] = []
+    _package(
+        monkeypatch,
+        f"jax_plugins.{package}",
+        tmp_path,
+        _load_nvidia_libraries=lambda: preloaded.append(package),
+    )
+    with pytest.raises(
+        FileNotFoundError, match=f"missing from the installed jax_plugins.{package}"
+    ):
+        entry.library_path()
+    (tmp_path / library).write_bytes(b"")
+    assert entry.library_path() == str((tmp_path / library).resolve())
+    assert preloaded == ([] if entry is rocm7 else [package])
+
+
+def test_a_jax_plugin_package_without_its_preloader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _package(monkeypatch, "jax_plugins.xla_cuda12", tmp_path)
+    (tmp_path / "xla_cuda_plugin.so").write_bytes(b"")
+    assert cuda12.library_path().endswith("xla_cuda_plugin.so")
+
+
+def test_tpu_and_cpu_libraries_that_are_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library = tmp_path / "libtpu.so"
+    _package(monkeypatch, "libtpu", tmp_path, get_library_path=lambda: str(library))
+    with pytest.raises(FileNotFoundError, match="missing from the installed libtpu"):
+        tpu.library_path()
+    library.write_bytes(b"")
+    assert tpu.library_path() == str(library)
+    _package(monkeypatch, "lammps_jax_pjrt_cpu", tmp_path, PLUGIN_PATH=tmp_path / "none.so")
+    with pytest.raises(FileNotFoundError, match="missing from the installed lammps-jax-pjrt-cpu"):
+        cpu.library_path()
 
 
 # ------------------------------------------------------------------------ initialize
@@ -186,6 +253,99 @@ def test_initialize_with_a_plugin_of_another_platform(library: str) -> None:
     resolved = Path(library).resolve()
     assert message == f"the plugin {resolved} provides the platform 'cpu', not 'cuda'"
     assert steps[1] == ["ok", "None"]
+
+
+# ------------------------------------------------------------------------ the core's client
+
+
+def test_a_plugin_without_error_functions_is_refused_at_load(tmp_path: Path) -> None:
+    # Its Initialize fails with an error that only the absent PJRT_Error_Message could
+    # read: cyxla refuses the table before calling anything (once, it crashed).
+    source = Path(__file__).parent / "native" / "scripted_plugin.c"
+    library = compile_c(
+        source, tmp_path / "libno_errors.so", shared=True, defines={"SCRIPTED_NO_ERROR_SLOTS": "1"}
+    )
+    env = {"CYXLA_PJRT_PLUGIN": str(library)}
+    steps = run_steps("attempt(lambda: cx.initialize())", env)
+    assert steps[0][0] == "PluginLoadError", steps
+    assert str(library) in steps[0][1] and "PJRT_Error_Message" in steps[0][1]
+    result = run_cyxla("plugins", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "not loadable: PluginLoadError: " in result.stdout
+
+
+def test_attributes_of_every_type(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> None:
+    assert scripted[0].attributes == {
+        "name": "scripted",
+        "count": 7,
+        "list": [1, 2, 3],
+        "ratio": 1.5,
+        "flag": True,
+    }
+
+
+def test_client_options_of_every_type_reach_the_plugin(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    options = {"s": "text", "i": 4, "l": [5, 6], "f": 0.25, "b": True}
+    client = _core.Runtime.create(scripted[0], options)
+    assert control.fake_options_seen().decode().split() == [
+        "s=str:text",
+        "i=int:4",
+        "l=list:2:6",
+        "f=float:0.25",
+        "b=bool:1",
+    ]
+    assert (client.platform, client.platform_version, client.device_count) == (
+        "fake",
+        "scripted 1.0",
+        1,
+    )
+    assert not client.host_is_device
+
+
+def test_platform_name_is_lower_cased_and_cpu_is_host(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    client = runtime(scripted, b"CPU")
+    assert client.platform == "cpu" and client.host_is_device
+
+
+def test_client_without_devices(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    control.fake_devices(0)
+    with pytest.raises(cx.PjrtError) as caught:
+        runtime(scripted)
+    assert str(caught.value) == (f"the fake client of {scripted[0].path} has no addressable device")
+
+
+@pytest.mark.parametrize("code_fails", [False, True])
+def test_client_create_error_carries_the_message(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, code_fails: bool
+) -> None:
+    control.fake_fail(b"PJRT_Client_Create")
+    control.fake_get_code_fails(int(code_fails))
+    before = control.fake_destroyed_errors()
+    with pytest.raises(cx.PjrtError) as caught:
+        runtime(scripted)
+    assert str(caught.value) == (
+        "PJRT_Client_Create failed: scripted failure of PJRT_Client_Create"
+    )
+    # Every error the plugin made is destroyed: the call's, and GetCode's own.
+    assert control.fake_destroyed_errors() - before == (2 if code_fails else 1)
+
+
+def test_a_runtime_destroys_its_client(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    before = control.fake_calls(b"PJRT_Client_Destroy")
+    client = runtime(scripted)
+    client.compile(b"x", b"", [(F32, [3])])  # an executable holds its runtime ...
+    assert control.fake_calls(b"PJRT_Client_Destroy") == before
+    del client
+    gc.collect()  # ... until both are gone
+    assert control.fake_calls(b"PJRT_Client_Destroy") == before + 1
 
 
 # ------------------------------------------------------------------------ environment
@@ -326,6 +486,14 @@ def test_cli_lists_the_cpu_plugin_as_loadable(library: str) -> None:
     # The explicit command prints the same.
     explicit = run_cyxla("plugins")
     assert explicit.returncode == 0 and explicit.stdout == result.stdout
+
+
+def test_plugins_command_names_the_loaded_plugin(capsys: pytest.CaptureFixture[str]) -> None:
+    loaded = cx.initialize()
+    assert cli_plugins.main() == 0
+    out = capsys.readouterr().out
+    assert f"loaded in this process: cpu from {loaded.library}" in out
+    assert "loadable: PJRT" in out
 
 
 def test_cli_shows_a_plugin_that_does_not_load(fake_plugin: Callable[..., Path]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import installed_header
+from support import installed_header
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "native" / "with_xla_header.c"

@@ -3,7 +3,7 @@
 //
 // Declared here, under our own names, because the build does not depend on jaxlib's
 // headers. Only the prefixes cyxla reads or writes are declared; fields keep XLA's order
-// and types, and tests/ffi_handler/layout_check.cc proves the offsets against the
+// and types, and tests/native/layout_check.cc proves the offsets against the
 // headers that jaxlib ships (jax.ffi.include_dir()).
 #pragma once
 

@@ -56,7 +56,8 @@ def library_identity(plugin: _backend.LoadedPlugin | None = None) -> dict[str, A
         "size": size,
         "mtime_ns": mtime_ns,
         "pjrt_version": list(loaded.plugin.version),
-        "xla_version": _json_safe(loaded.plugin.attributes.get("xla_version")),
+        # PJRT attributes are strings, numbers, bools or lists of numbers: JSON as they are.
+        "xla_version": loaded.plugin.attributes.get("xla_version"),
     }
 
 
@@ -76,36 +77,6 @@ def host_identity() -> dict[str, str]:
         "machine": platform.machine(),
         "features": hashlib.sha256(features.encode()).hexdigest(),
     }
-
-
-def _json_safe(value: Any) -> Any:
-    """`value` as JSON that hashes the same for equal values, or TypeError.
-
-    Objects without a stable text (most have a repr with a memory address) are refused
-    rather than turned into keys that never hit.
-    """
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, complex):
-        return {"complex": [value.real, value.imag]}
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"bytes": hashlib.sha256(value).hexdigest()}
-    if isinstance(value, np.generic):  # before the shape test: a scalar has a shape too
-        return _json_safe(value.item())
-    if isinstance(value, np.dtype):
-        return {"dtype": value.str if value.kind != "V" else value.name}
-    if isinstance(value, Mapping):
-        if not all(isinstance(k, str) for k in value):
-            raise TypeError("cache key parts may be mappings with string keys only")
-        return {k: _json_safe(v) for k, v in value.items()}
-    if hasattr(value, "shape") and hasattr(value, "dtype"):  # arrays, ShapeDtypeStruct
-        return {"shape": [int(d) for d in value.shape], "dtype": str(np.dtype(value.dtype))}
-    if isinstance(value, Sequence):
-        return [_json_safe(v) for v in value]
-    raise TypeError(
-        f"a cache key part of type {type(value).__name__} has no stable text; pass str, "
-        "bytes, numbers, None, dtypes, shapes or sequences and mappings of them"
-    )
 
 
 def _tagged(value: Any) -> list[Any]:

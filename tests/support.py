@@ -1,0 +1,244 @@
+"""Helpers the tests share (conftest.py holds only fixtures and hooks): subprocesses, the
+installed package and a C compiler, x64, lowering, and ctypes mirrors of cyxla/cyxla.h, to
+call the native API from tests as C code would."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+import cyxla as cx
+from cyxla import _core
+
+# ------------------------------------------------------------------ subprocesses
+
+
+def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs `code` in a fresh interpreter (a process loads one plugin, so tests that
+    choose another plugin or settings run in their own)."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def run_cyxla(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs `python -m cyxla ARGS` in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-m", "cyxla", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+_STEPS_PRELUDE = """
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import cyxla as cx
+
+
+def attempt(step):
+    try:
+        value = step()
+    except Exception as error:
+        print(json.dumps([type(error).__name__, str(error)]))
+    else:
+        print(json.dumps(["ok", str(value)]))
+"""
+
+
+def run_steps(code: str, env: dict[str, str] | None = None) -> list[list[str]]:
+    """Runs `code` in a fresh interpreter, where `attempt(step)` prints one JSON line per
+    step it tries: ["ok", str(result)] or [exception type name, message]."""
+    result = run_python(_STEPS_PRELUDE + textwrap.dedent(code), env)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+# ------------------------------------------------------------------ the installed package
+
+
+def plugin_library() -> str:
+    """The CPU plugin's library, as cyxla finds it."""
+    from cyxla import _plugins
+
+    return _plugins.entry_for("cpu").library_path()
+
+
+def installed_header() -> Path:
+    """The element-type header installed with the package under test (not the source
+    tree's): the one piece of the PJRT C API that cyxla's public headers declare."""
+    return Path(cx.__file__).resolve().parent / "include" / "cyxla" / "element_type.h"
+
+
+def private_pjrt_header() -> Path:
+    """cyxla's own PJRT declarations, private to the source tree (never installed)."""
+    return Path(__file__).resolve().parents[1] / "src" / "pjrt" / "pjrt_c_api.h"
+
+
+def compile_c(
+    source: Path, output: Path, *, shared: bool = False, defines: dict[str, str] | None = None
+) -> Path:
+    """Compiles `source` with the system C compiler against cyxla's installed headers and
+    its private PJRT declarations ("pjrt/pjrt_c_api.h")."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "the tests need a C compiler (cc) to build their probes"
+    include = installed_header().parents[1]
+    private = private_pjrt_header().parents[1]
+    command = [compiler, "-std=c11", "-O0", "-Wall", "-Werror", f"-I{include}", f"-I{private}"]
+    command += [f"-D{name}={value}" for name, value in (defines or {}).items()]
+    command += [str(source), *(["-shared", "-fPIC"] if shared else ["-ldl"]), "-o", str(output)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stderr}"
+    return output
+
+
+# ------------------------------------------------------------------ x64
+
+
+@contextlib.contextmanager
+def x64_mode(enabled: bool) -> Iterator[None]:
+    """jax_enable_x64 set to `enabled` inside the block, restored after it."""
+    before = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", enabled)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
+
+
+# ------------------------------------------------------------------ lowering helpers
+
+
+def spec(shape: Sequence[int], dtype: Any) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
+
+
+def specs_of(args: Sequence[Any]) -> list[Any]:
+    """ShapeDtypeStructs (in the same pytree) for concrete arguments."""
+    return [jax.tree.map(lambda a: spec(np.shape(a), np.asarray(a).dtype), arg) for arg in args]
+
+
+def compile_fn(fn: Callable[..., Any], args: Sequence[Any]) -> cx.Executable:
+    """Lowers `fn` for `args` (shapes and dtypes, or pytrees of them) and compiles it."""
+    program = cx.lower(fn, args)
+    executable, _ = cx.compile_program(program)
+    return executable
+
+
+# ------------------------------------------------------------------ element types
+
+
+F32 = int(cx.ElementType.F32)
+F64 = int(cx.ElementType.F64)
+F8E5M2 = 19  # PJRT_Buffer_Type_F8E5M2: a type cyxla does not carry
+
+
+# ------------------------------------------------------------------ the native API (cyxla/cyxla.h)
+
+OK, INVALID_ARGUMENT, TYPE_MISMATCH, RELEASED, PJRT, INTERNAL = range(6)
+
+
+class Error(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 512)]
+
+
+class Input(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("type", ctypes.c_int), ("nbytes", ctypes.c_size_t)]
+
+
+class ProgramSpec(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("executable", ctypes.c_uint64),
+        ("num_inputs", ctypes.c_size_t),
+        ("num_outputs", ctypes.c_size_t),
+        ("input_types", ctypes.POINTER(ctypes.c_int)),
+        ("input_ranks", ctypes.POINTER(ctypes.c_size_t)),
+        ("input_dims", ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))),
+        ("input_bytes", ctypes.POINTER(ctypes.c_size_t)),
+        ("output_types", ctypes.POINTER(ctypes.c_int)),
+        ("output_ranks", ctypes.POINTER(ctypes.c_size_t)),
+        ("output_dims", ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))),
+        ("output_bytes", ctypes.POINTER(ctypes.c_size_t)),
+    ]
+
+
+GetSpec = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ProgramSpec), ctypes.POINTER(Error)
+)
+ReleaseSpec = ctypes.CFUNCTYPE(None, ctypes.POINTER(ProgramSpec))
+Execute = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(ProgramSpec),
+    ctypes.POINTER(Input),
+    ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_size_t,
+    ctypes.POINTER(Error),
+)
+AlignedMemory = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
+FreeAligned = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class Api(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("abi_version", ctypes.c_int),
+        ("oldest_compatible", ctypes.c_int),
+        ("get_spec", GetSpec),
+        ("release_spec", ReleaseSpec),
+        ("execute", Execute),
+        ("aligned_memory", AlignedMemory),
+        ("free_aligned", FreeAligned),
+    ]
+
+
+def table() -> Api:
+    """The function table, from the capsule that extension modules import."""
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    address = get_pointer(_core._C_API, b"cyxla._core._C_API")
+    return Api.from_address(address)
+
+
+# ------------------------------------------------------------------ the scripted plugin
+# (tests/native/scripted_plugin.c; its fixtures are in conftest.py)
+
+
+def set_outputs(lib: ctypes.CDLL, types: list[int], shapes: list[list[int]]) -> None:
+    flat = [d for shape in shapes for d in shape] or [0]
+    lib.fake_outputs(
+        ctypes.c_size_t(len(types)),
+        (ctypes.c_int * max(1, len(types)))(*types),
+        ctypes.c_size_t(len(shapes)),
+        (ctypes.c_size_t * max(1, len(shapes)))(*[len(s) for s in shapes]),
+        (ctypes.c_int64 * len(flat))(*flat),
+    )
+
+
+def runtime(scripted: tuple[_core.Plugin, ctypes.CDLL], platform: bytes = b"fake") -> _core.Runtime:
+    scripted[1].fake_platform(platform)
+    return _core.Runtime.create(scripted[0], {})
