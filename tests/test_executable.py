@@ -190,6 +190,64 @@ def test_run_writes_bfloat16_outputs_into_out() -> None:
     np.testing.assert_array_equal(out.astype(np.float32), [2, 4, 6])
 
 
+# ------------------------------------------- large outputs: aligned, recycled memory
+
+
+@pytest.fixture(scope="module")
+def large() -> cx.Executable:
+    """Two outputs of 256 KiB and 128 KiB (float32 and bfloat16) and a small one."""
+    return compile_fn(
+        lambda x: (x * 2 + 1, x.astype(jnp.bfloat16), jnp.sum(x)), [spec((1 << 16,), np.float32)]
+    )
+
+
+def _expected(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(
+        np.asarray(r) for r in jax.jit(lambda x: (x * 2 + 1, x.astype(jnp.bfloat16), jnp.sum(x)))(x)
+    )
+
+
+def _check(result: tuple[np.ndarray, ...], x: np.ndarray) -> None:
+    for got, want in zip(result, _expected(x), strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_run_returns_large_outputs_aligned_and_reuses_their_memory_once_freed(
+    large: cx.Executable,
+) -> None:
+    rng = np.random.default_rng(0)
+    x1, x2, x3 = (rng.standard_normal(1 << 16, dtype=np.float32) for _ in range(3))
+    r1 = large.run([x1])
+    r2 = large.run([x2])
+    _check(r1, x1)  # the second call left the first call's results alone
+    _check(r2, x2)
+    for array in r1[:2]:
+        assert array.ctypes.data % cx.HOST_ALIGNMENT == 0
+        assert array.flags.writeable and array.flags.c_contiguous
+    held = {a.ctypes.data for a in r2[:2]}
+    view = r2[0][10:20]  # keeps r2[0]'s memory, and only that
+    freed = {a.ctypes.data for a in r1[:2]}
+    del r1, r2
+    r3 = large.run([x3])
+    _check(r3, x3)
+    assert {a.ctypes.data for a in r3[:2]} <= freed | (held - {view.base.ctypes.data})
+    assert view.base.ctypes.data not in {a.ctypes.data for a in r3[:2]}
+    np.testing.assert_array_equal(view, x2[10:20] * 2 + 1)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda x: x.astype(np.float64), lambda x: np.repeat(x, 2)[::2]],
+    ids=["float64", "strided"],
+)
+def test_run_converts_large_inputs(large: cx.Executable, make: Any) -> None:
+    x = np.random.default_rng(1).standard_normal(1 << 16, dtype=np.float32)
+    given = make(x)
+    assert given.dtype != np.float32 or not given.flags.c_contiguous
+    _check(large.run([given]), x)
+
+
 _F32 = np.empty((2, 3), np.float32)
 _I32 = np.empty((), np.int32)
 

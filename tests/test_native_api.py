@@ -614,6 +614,15 @@ def test_benchmark_loops(sin_executable: cyxla.Executable) -> None:
     np.testing.assert_array_equal(y, jax.jit(jnp.sin)(x))
 
 
+def test_benchmark_memcpy_loop_copies_the_targets_bytes() -> None:
+    source = np.arange(1000, dtype=np.float32)
+    target = np.zeros(600, np.float32)
+    assert _benchmark.memcpy_loop(source, target, 3) >= 0
+    np.testing.assert_array_equal(target, source[:600])
+    with pytest.raises(ValueError, match=r"^source: has 2400 bytes, fewer than the target's 4000"):
+        _benchmark.memcpy_loop(target, np.zeros(1000, np.float32), 1)
+
+
 def test_benchmark_refuses_more_arrays_than_inputs(sin_executable: cyxla.Executable) -> None:
     x = np.zeros(3, np.float32)
     with pytest.raises(ValueError, match=r"^inputs: the program takes 1 inputs, given 2"):
@@ -684,7 +693,7 @@ ALLOCATION_CHECK = """
     import jax, jax.numpy as jnp, numpy as np
     import cyxla
     from cyxla import _benchmark
-    from cyxla._cli.bench import _aligned
+    from cyxla._bench.paths import aligned as _aligned
 
     counter = ctypes.CDLL(None)
     counter.count_allocations_stop.restype = ctypes.c_long

@@ -15,7 +15,7 @@ _COMMANDS = {
     "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
     "info": (info.main, "everything a bug report needs: versions, plugins, cache, ABI"),
     "demo": (demo.main, "lower, compile and run a small JAX function, next to jax.jit"),
-    "bench": (bench.main, "time one call through native execute, run, raw PJRT and jax.jit"),
+    "bench": (bench.main, "time one call of small programs through every path, beside jax.jit"),
     "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
     "export": (export.main, "lower MODULE:FUNCTION at --arg specs and save it as a program file"),
 }

@@ -59,8 +59,9 @@ class Executable:
         self._handle_lock = threading.Lock()
         #: Per input: (shape, dtype, the dtype handed to the core).
         self._in = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.inputs]
-        #: Per output: (shape, the dtype the core writes); `_views` says which need a view.
-        self._out = [(s.shape, _carrier(s.dtype) or s.dtype) for s in program.outputs]
+        #: Per output: (shape, the dtype the core writes, bytes); `_views` says which need a
+        #: view.
+        self._out = [(s.shape, _carrier(s.dtype) or s.dtype, s.nbytes) for s in program.outputs]
         self._views = [s.dtype if _carrier(s.dtype) else None for s in program.outputs]
         self._any_view = any(d is not None for d in self._views)
 
@@ -114,9 +115,15 @@ class Executable:
         the wrong length, a wrong shape, a read-only or non-contiguous array raises
         InvalidArgumentError, a wrong dtype DtypeError (no casting), and anything but
         NumPy arrays TypeError, naming the output.
+
+        Without `out`, outputs of 128 KiB or more are returned in 64-byte aligned memory
+        that cyxla reuses for a later call once every array over it is freed (up to 8
+        blocks and 256 MiB are kept for reuse): large outputs then cost no page faults
+        from freshly mapped memory. Inputs that must be converted are converted into such
+        memory too, which the CPU plugin reads in place.
         """
         if out is None:
-            outputs = [np.empty(shape, dtype) for shape, dtype in self._out]
+            outputs = [_new_array(shape, dtype, nbytes) for shape, dtype, nbytes in self._out]
         else:
             outputs = self._carriers_of(out)
         # The core takes arrays that are exactly the program's as they are, and refuses
@@ -181,6 +188,20 @@ class Executable:
         return f"<cyxla.Executable {self.program.name}({ins}) -> ({outs}) on {self.platform}>"
 
 
+#: Arrays of at least this many bytes that run makes (outputs, converted inputs) live in
+#: cyxla's recycled aligned memory rather than NumPy's: glibc's malloc maps blocks this
+#: large afresh and unmaps them when freed, so that every call would page-fault through
+#: new memory, and NumPy's are not aligned for the CPU plugin to read or write in place.
+_RECYCLED_BYTES = 1 << 17
+
+
+def _new_array(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
+    """An uninitialized C-contiguous array; a large one is 64-byte aligned and recycled."""
+    if nbytes < _RECYCLED_BYTES:
+        return np.empty(shape, dtype)
+    return _core._recycled_bytes(nbytes).view(dtype).reshape(shape)
+
+
 def _carrier(dtype: np.dtype) -> np.dtype | None:
     """The plain dtype that carries `dtype`'s bytes into the core (bfloat16 as uint16)."""
     return np.dtype(f"u{dtype.itemsize}") if dtype.kind == "V" else None
@@ -201,11 +222,17 @@ def _prepare(index: int, value: Any, spec: tuple[Any, np.dtype, np.dtype | None]
                 f"{array.dtype.name}{list(array.shape)}, which does not cast to "
                 f"{dtype.name} under 'same_kind' casting"
             )
-        # order="C": astype keeps a Fortran-ordered array's order, which the core refuses.
-        array = array.astype(dtype, order="C")
+        array = _copy(array, shape, dtype)
     elif not array.flags.c_contiguous:
-        array = np.ascontiguousarray(array)
+        array = _copy(array, shape, dtype)
     return array.view(carrier) if carrier is not None else array
+
+
+def _copy(array: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """`array` cast to `dtype` into a new C-contiguous array (aligned when large)."""
+    copy = _new_array(shape, dtype, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    np.copyto(copy, array, casting="same_kind")
+    return copy
 
 
 def _check_compile_arguments(program: Any, options: Any) -> None:

@@ -154,6 +154,23 @@ double execute_batch_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
   return seconds_since(start);
 }
 
+/// Seconds for `calls` copies of `target.nbytes()` bytes of `source` into `target`: the
+/// machine's limit for a call whose cost is writing an output of that size.
+double memcpy_loop(const ReadOnlyArray& source, const HostArray& target, size_t calls) {
+  require(source.nbytes() >= target.nbytes(), "source",
+          "has " + std::to_string(source.nbytes()) + " bytes, fewer than the target's " +
+              std::to_string(target.nbytes()));
+  nb::gil_scoped_release release;
+  std::memcpy(target.data(), source.data(), target.nbytes());  // warm
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls; ++n) {
+    std::memcpy(target.data(), source.data(), target.nbytes());
+    // Keeps the compiler from merging the copies: each one is made.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  return seconds_since(start);
+}
+
 /// Wall seconds for `threads` threads making `calls` executions each on one executable.
 /// Each thread writes its own outputs (copies of `out`'s shapes).
 double execute_threads(uint64_t handle, const std::vector<ReadOnlyArray>& in,
@@ -454,6 +471,7 @@ NB_MODULE(_benchmark, m) {
   m.def("execute_loop", &execute_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a);
   m.def("execute_batch_loop", &execute_batch_loop, "handle"_a, "inputs"_a, "outputs"_a,
         "points"_a, "calls"_a);
+  m.def("memcpy_loop", &memcpy_loop, "source"_a, "target"_a, "calls"_a);
   m.def("execute_threads", &execute_threads, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a,
         "threads"_a);
   // A test hook (tests/test_native_api.py), not part of the benchmark: hence the underscore,

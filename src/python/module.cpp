@@ -16,6 +16,7 @@
 #include "python/batch_buffers.hpp"
 #include "python/host_buffers.hpp"
 #include "runtime/batched_executable.hpp"
+#include "python/output_memory.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
 
@@ -109,6 +110,11 @@ NB_MODULE(_core, m) {
   m.attr("ABI_OLDEST_COMPATIBLE") = CYXLA_ABI_OLDEST_COMPATIBLE;
   // The C API's function table, imported by extension modules through cyxla_import().
   m.attr("_C_API") = nb::capsule(static_cast<const void*>(&abi::table()), CYXLA_CAPSULE_NAME);
+
+  // Executable.run's new outputs (internal, hence the underscore).
+  m.def("_recycled_bytes", &python::recycled_bytes, "bytes"_a,
+        "A writable uint8 array of `bytes` bytes, 64-byte aligned, whose memory is reused "
+        "by a later call once the array is freed.");
 
   nb::class_<pjrt::Plugin>(m, "Plugin", "A loaded PJRT plugin library.")  // GCOVR_EXCL_LINE
       .def_static("load", &pjrt::Plugin::load, "path"_a,

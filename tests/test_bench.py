@@ -1,0 +1,245 @@
+"""`python -m cyxla bench`: the report's structure (every program, every path, finite
+positive figures), the interleaved rounds and per-round ratios, and the plot. Never timing
+thresholds: the figures are measured, not tested."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cyxla._bench import paths, plot, programs, report, rounds
+from cyxla._cli import bench
+
+from support import run_cyxla
+
+QUICK = ("--rounds", "3", "--threads", "2", "--sample-ms", "1")
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """Every program and path, once, with the plot drawn beside."""
+    picture = tmp_path_factory.mktemp("bench") / "bench.png"
+    result = run_cyxla("bench", *QUICK, "--json", "--plot", str(picture))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), picture
+
+
+def _finite_positive(value: float) -> bool:
+    return isinstance(value, float | int) and math.isfinite(value) and value > 0
+
+
+def test_bench_reports_every_path_of_every_program(full_run: tuple[dict[str, Any], Path]) -> None:
+    data, _ = full_run
+    assert data["threads"] == 2 and data["rounds"] == 3 and data["platform"] == "cpu"
+    assert list(data["programs"]) == ["sin3", "matmul100", "mlp64", "ew1m"]
+    for key, program in data["programs"].items():
+        assert program["description"] == next(
+            p.description for p in programs.PROGRAMS if p.key == key
+        )
+        bench_program = next(p for p in programs.PROGRAMS if p.key == key)
+        expected = [p.name for p in paths.PATHS.values() if paths.applies(p, bench_program)]
+        assert ("memcpy" in expected) == (key == "ew1m")
+        assert [
+            p for p in program if isinstance(program[p], dict) and "median_ns" in program[p]
+        ] == (expected)
+        for name in expected:
+            row = program[name]
+            for field in ("median_ns", "ratio_to_pjrt_floor", "ratio_to_jax_jit"):
+                assert _finite_positive(row[field]), (key, name, field, row)
+            low, high = row["quartiles_ns"]
+            assert low <= row["median_ns"] <= high, (key, name, row)
+            for field in ("ratio_to_pjrt_floor", "ratio_to_jax_jit"):
+                low, high = row[f"{field}_quartiles"]
+                assert low <= row[field] <= high, (key, name, field, row)
+            assert row["evaluations_per_call"] == paths.PATHS[name].evaluations
+        # Each reference's ratio to itself is 1 in every round.
+        assert program["pjrt_floor"]["ratio_to_pjrt_floor"] == 1.0
+        assert program["jax_jit"]["ratio_to_jax_jit"] == 1.0
+        assert _finite_positive(program["threads_speedup"])
+        assert set(program["pjrt_floor_phases_ns"]) == set(report.PHASES)
+        assert all(v >= 0 for v in program["pjrt_floor_phases_ns"].values())
+
+
+def test_bench_table_says_which_jax_jit_is_which(
+    full_run: tuple[dict[str, Any], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    report.print_table(full_run[0])
+    table = capsys.readouterr().out
+    assert "jax_jit          " in table and "jax.jit, NumPy arrays in and out" in table
+    assert "jax.jit, device arrays in and out (block_until_ready)" in table
+    assert "cyxla native execute, 2 threads on one executable" in table
+    assert table.count("the floor's steps, us per call: buffers_in") == 4
+    assert table.count("memcpy of the output's bytes") == 1
+    assert "ew1m: 2 * x + 1, x: f32[1048576]" in table
+
+
+def test_bench_plot_is_an_image(full_run: tuple[dict[str, Any], Path]) -> None:
+    picture = full_run[1]
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert picture.stat().st_size > 10_000
+
+
+def test_bench_times_the_chosen_paths_and_always_the_floor() -> None:
+    result = run_cyxla("bench", *QUICK, "--json", "--programs", "sin3", "--paths", "native")
+    assert result.returncode == 0, result.stderr
+    (only,) = json.loads(result.stdout)["programs"].values()
+    assert {"pjrt_floor", "native"} <= set(only) and "run" not in only and "jax_jit" not in only
+    # No jax.jit timed: no ratio to it, and no thread speedup without the threads path.
+    assert only["native"]["ratio_to_jax_jit"] is None and only["threads_speedup"] is None
+    assert _finite_positive(only["native"]["ratio_to_pjrt_floor"])
+
+
+def test_bench_on_the_cpu_clock_leaves_out_the_threads() -> None:
+    result = run_cyxla(
+        "bench",
+        *QUICK,
+        "--json",
+        "--clock",
+        "cpu",
+        "--programs",
+        "mlp64",
+        "--paths",
+        "native,threads",
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["clock"] == "cpu"
+    (only,) = data["programs"].values()
+    assert "threads" not in only and only["threads_speedup"] is None
+    assert _finite_positive(only["native"]["median_ns"])
+
+
+def test_the_cpu_clock_counts_work_not_waiting() -> None:
+    def work(n: int) -> float:  # some milliseconds of CPU time, however busy the machine
+        sum(range(n * 300_000))
+        return 0.0
+
+    assert rounds.on_cpu_clock(lambda n: time.sleep(n * 0.05) or 0.0)(2) < 0.02
+    assert rounds.on_cpu_clock(work)(2) > 0.002
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "known"),
+    [("--programs", "sin3,nope", "sin3, matmul100"), ("--paths", "warp", "pjrt_floor, native")],
+)
+def test_bench_refuses_unknown_names(option: str, value: str, known: str) -> None:
+    result = run_cyxla("bench", option, value)
+    assert result.returncode == 2
+    assert "unknown" in result.stderr and value.split(",")[-1] in result.stderr
+    assert known in result.stderr
+
+
+def test_bench_plot_without_matplotlib_names_the_extra(tmp_path: Path) -> None:
+    # matplotlib hidden from a fresh interpreter: None in sys.modules makes import fail.
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from cyxla.__main__ import main; "
+        f"sys.exit(main(['bench', '--plot', {str(tmp_path / 'b.png')!r}]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 2
+    assert "matplotlib, which is not installed: pip install 'cyxla[plot]'" in result.stderr
+    assert result.stdout == "" and not (tmp_path / "b.png").exists()
+
+
+def test_rounds_interleave_in_shuffled_order_and_divide_by_evaluations() -> None:
+    order: list[str] = []
+
+    def loop_of(name: str, seconds_per_call: float) -> paths.Loop:
+        def loop(n: int) -> float:
+            order.append(name)
+            return n * seconds_per_call
+
+        return loop
+
+    timings = {
+        "a": rounds.Timing(loop_of("a", 1e-6), calls=10),
+        "b": rounds.Timing(loop_of("b", 2e-6), calls=5),
+        "batch": rounds.Timing(loop_of("batch", 16e-6), calls=3, evaluations=16),
+    }
+    samples = rounds.time_rounds(timings, 8, random.Random(1))
+    assert samples["a"] == pytest.approx([1000.0] * 8)
+    assert samples["b"] == pytest.approx([2000.0] * 8)
+    assert samples["batch"] == pytest.approx([1000.0] * 8)  # per evaluation
+    per_round = [tuple(order[i : i + 3]) for i in range(0, 24, 3)]
+    assert all(sorted(r) == ["a", "b", "batch"] for r in per_round)
+    assert len(set(per_round)) > 1, per_round
+
+
+def test_ratios_are_medians_of_per_round_ratios() -> None:
+    # Ratios of medians would give 5 / 10 = 0.5; per round they are 3, 0.5 and 4.
+    samples = {"pjrt_floor": [1.0, 10.0, 100.0], "native": [3.0, 5.0, 400.0]}
+    result = report.program_report(
+        "d",
+        {"pjrt_floor": "floor", "native": "n"},
+        {"pjrt_floor": 1, "native": 1},
+        samples,
+        [1.0] * 5,
+    )
+    row = result["native"]
+    assert row["median_ns"] == 5.0 and row["quartiles_ns"] == [4.0, 202.5]
+    assert row["ratio_to_pjrt_floor"] == 3.0
+    assert row["ratio_to_pjrt_floor_quartiles"] == [1.75, 3.5]
+    assert row["ratio_to_jax_jit"] is None
+
+
+def test_spread_matches_numpy_quartiles() -> None:
+    values = list(np.random.default_rng(0).standard_normal(17) + 5)
+    s = rounds.spread(values)
+    assert s.median == pytest.approx(np.median(values))
+    assert (s.low, s.high) == pytest.approx(tuple(np.percentile(values, [25, 75])))
+    assert rounds.spread([2.0]) == rounds.Spread(2.0, 2.0, 2.0)
+
+
+def test_calls_per_sample_fills_the_asked_time() -> None:
+    assert rounds.calls_per_sample(lambda n: n * 1e-6, 0.01) == 10_000
+    assert rounds.calls_per_sample(lambda n: n * 1.0, 0.01) == 1
+
+
+def test_the_plot_draws_every_path(tmp_path: Path) -> None:
+    row = {
+        "median_ns": 1.0,
+        "ratio_to_pjrt_floor": 0.5,
+        "ratio_to_pjrt_floor_quartiles": [0.4, 0.7],
+    }
+    data = {"rounds": 1, "programs": {"p": {"description": "d", "a": row, "b": row}}}
+    plot.save_plot(data, tmp_path / "p.svg")
+    svg = (tmp_path / "p.svg").read_text()
+    assert "<svg" in svg and svg.count('id="patch_') >= 2 + 2
+
+
+def test_bench_prints_a_table_without_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tiny = programs.BenchProgram(
+        "tiny", "x + 1", lambda x: x + 1, lambda rng: [np.zeros(2, np.float32)]
+    )
+    monkeypatch.setattr(programs, "PROGRAMS", (tiny,))
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args(["--rounds", "1", "--threads", "1", "--sample-ms", "0.1"])
+    args.programs = ["tiny"]
+    assert bench.main(args) == 0
+    out = capsys.readouterr().out
+    assert "\ntiny: x + 1\n" in out and "vs jax_jit" in out
+    assert "the floor's steps, us per call: buffers_in" in out
+    assert not out.lstrip().startswith("{")  # a table, not JSON
+
+
+def test_bench_arguments_default_to_every_program_and_path() -> None:
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    args = parser.parse_args([])
+    assert args.programs == [p.key for p in programs.PROGRAMS]
+    assert args.paths == list(paths.PATHS) and args.threads == 2 and args.plot is None
