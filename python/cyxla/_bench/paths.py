@@ -4,29 +4,23 @@ A path is registered with `@path(name, label)` on a function that takes the `Set
 program and returns a `Loop` (runs `n` calls, returns the seconds they took). The table
 lists paths in the order they are registered here. A path timed on some programs only
 names them (`programs=`); a path whose one call evaluates the program `evaluations` times
-(a batch) says so, and its figures are per evaluation. For example:
-
-    @path("bound", "cyxla bound call, C++")
-    def _bound(s: Setup) -> Loop:
-        return lambda n: _benchmark.bound_loop(s.executable.handle, s.aligned_inputs,
-                                               s.outputs, n)
-
-    for size in (16, 256):
-        path(f"batch_{size}", f"batch of {size}, per point", evaluations=size,
-             programs=("sin3",))(functools.partial(_batch, size=size))
+(a batch) says so, and its figures are per evaluation. `bound` and `batch_16` below are
+examples of each.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import jax
 import numpy as np
 
 import cyxla
-from cyxla import _benchmark
+from cyxla import _benchmark, _lowering
 from cyxla._abi import HOST_ALIGNMENT
 from cyxla._bench.programs import BenchProgram
 
@@ -54,6 +48,9 @@ class Setup:
     outputs: list[np.ndarray]
     #: The thread count of the `threads` path.
     threads: int
+    #: The same program compiled as JAX lowers it, without the donated parameters through
+    #: which large outputs are written in place: the naive PJRT loop passes the inputs only.
+    floor_executable: cyxla.Executable
 
 
 @dataclass(frozen=True)
@@ -97,12 +94,29 @@ def aligned(array: np.ndarray) -> np.ndarray:
     return copy
 
 
+@contextmanager
+def _outputs_copied_out() -> Iterator[None]:
+    """`lower` without donated output parameters (every result copied out), as cyxla
+    lowered before it wrote large results in place."""
+    in_place_min = _lowering.IN_PLACE_MIN_BYTES
+    _lowering.IN_PLACE_MIN_BYTES = 1 << 62
+    try:
+        yield
+    finally:
+        _lowering.IN_PLACE_MIN_BYTES = in_place_min
+
+
 def setup(program: BenchProgram, threads: int) -> Setup:
     """Lowers and compiles `program` and makes its inputs and outputs."""
     inputs = program.make_inputs(np.random.default_rng(0))
     executable, _ = cyxla.compile_program(cyxla.lower(program.function, inputs))
+    floor_executable = executable
+    if executable._native.donated_outputs:
+        with _outputs_copied_out():
+            floor_executable, _ = cyxla.compile_program(cyxla.lower(program.function, inputs))
     outputs = [aligned(np.zeros(s.shape, s.dtype)) for s in executable.outputs]
-    return Setup(program, executable, inputs, [aligned(a) for a in inputs], outputs, threads)
+    aligned_inputs = [aligned(a) for a in inputs]
+    return Setup(program, executable, inputs, aligned_inputs, outputs, threads, floor_executable)
 
 
 def timed(call: Callable[[], object]) -> Loop:
@@ -119,8 +133,8 @@ def timed(call: Callable[[], object]) -> Loop:
 
 @path(FLOOR, "naive PJRT loop: wrap, execute, read, destroy (the floor)")
 def _pjrt_floor(s: Setup) -> Loop:
-    pointers = s.executable._native._pjrt_pointers()
-    types = [int(spec.element_type) for spec in s.executable.inputs]
+    pointers = s.floor_executable._native._pjrt_pointers()
+    types = [int(spec.element_type) for spec in s.floor_executable.inputs]
     return lambda n: _benchmark.raw_pjrt_loop(*pointers, s.aligned_inputs, types, s.outputs, n)
 
 
@@ -130,6 +144,12 @@ def _native(s: Setup) -> Loop:
     return lambda n: _benchmark.execute_loop(handle, s.aligned_inputs, s.outputs, n)
 
 
+@path("bound", "cyxla bound call, C++ (inputs wrapped once, at bind)")
+def _bound(s: Setup) -> Loop:
+    handle = s.executable.handle
+    return lambda n: _benchmark.bound_loop(handle, s.aligned_inputs, s.outputs, n)
+
+
 @path("threads", "cyxla native execute, {threads} threads on one executable")
 def _threads(s: Setup) -> Loop:
     # n calls in each thread: the wall time per call of all threads together.
@@ -137,6 +157,24 @@ def _threads(s: Setup) -> Loop:
     return lambda n: (
         _benchmark.execute_threads(handle, s.aligned_inputs, s.outputs, n, s.threads) / s.threads
     )
+
+
+def _batch(s: Setup, size: int) -> Loop:
+    """`size` points of the program in one cyxla_execute_batch."""
+    batched, _ = cyxla.compile_batched(cyxla.lower_batched(s.program.function, s.inputs, (size,)))
+    points = [aligned(np.repeat(a[None], size, axis=0)) for a in s.inputs]
+    results = [aligned(np.zeros((size, *o.shape), o.dtype)) for o in batched.outputs]
+    # The loop holds `batched`: its handle lives as long as the executable.
+    return lambda n: _benchmark.execute_batch_loop(batched.handle, points, results, size, n)
+
+
+for _size in (16, 256):
+    path(
+        f"batch_{_size}",
+        f"cyxla_execute_batch of {_size} points, per point",
+        evaluations=_size,
+        programs=("sin3",),
+    )(functools.partial(_batch, size=_size))
 
 
 @path("run", "cyxla Executable.run, plain NumPy arrays")
