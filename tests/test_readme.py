@@ -15,7 +15,7 @@ def blocks(name: str) -> list[str]:
 
 def test_readme_examples_run() -> None:
     examples = blocks("test_readme")
-    assert len(examples) == 2  # the README's example and its Cholesky example
+    assert len(examples) == 3  # the example, its Cholesky example, bound calls and batches
     namespace: dict[str, object] = {}
     for code in examples:  # later examples use the names of earlier ones, as in the README
         exec(compile(code, str(README), "exec"), namespace)

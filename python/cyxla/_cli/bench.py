@@ -92,8 +92,8 @@ def measure(
         calls = rounds.calls_per_sample(loop, args.sample_ms / 1e3)
         timings[path.name] = rounds.Timing(loop, calls, path.evaluations)
     samples = rounds.time_rounds(timings, max(1, args.rounds), rng)
-    pointers = setup.executable._native._pjrt_pointers()
-    types = [int(s.element_type) for s in setup.executable.inputs]
+    pointers = setup.floor_executable._native._pjrt_pointers()
+    types = [int(s.element_type) for s in setup.floor_executable.inputs]
     calls = timings[paths.FLOOR].calls
     phases = _benchmark.raw_pjrt_phases(
         *pointers, setup.aligned_inputs, types, setup.outputs, calls
