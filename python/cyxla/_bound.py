@@ -65,8 +65,8 @@ def _checked(role: str, arrays: Sequence[Any] | None, specs: tuple[TensorSpec, .
 
 
 class BoundCall:
-    """A program bound to input and output arrays: `call()` runs it on what `inputs` hold
-    and writes `outputs`, with no argument to convert or check.
+    """A program bound to input and output arrays: calling it (`bound()`) runs the program
+    on what `inputs` hold and writes `outputs`, with no argument to convert or check.
 
     Made by `Executable.bind`. Write the inputs in place (`bound.inputs[0][...] = x`), call,
     read the outputs; the arrays are the same objects on every call. The bound call
@@ -87,7 +87,7 @@ class BoundCall:
         outs = _checked("outputs", outputs, specs[1])
         #: The arrays the program reads, in the program's dtypes.
         self.inputs: tuple[np.ndarray, ...] = tuple(ins)
-        #: The arrays the program writes; `call()` returns this tuple.
+        #: The arrays the program writes; a call returns this tuple.
         self.outputs: tuple[np.ndarray, ...] = tuple(outs)
         self._native: _core.BoundCall | None = _core.BoundCall(
             native, [_carrier(a) for a in ins], [_carrier(a) for a in outs]
