@@ -44,29 +44,6 @@ std::string describe(const std::vector<TensorSpec>& specs) {
   return "(" + out + ")";
 }
 
-/// Aligned memory that grows to the largest size asked of it and is then reused.
-class Scratch {
- public:
-  std::byte* reserve(size_t bytes) {
-    if (bytes > capacity_) {
-      memory_.reset(static_cast<std::byte*>(allocate_aligned(bytes)));
-      if (memory_ == nullptr) {
-        capacity_ = 0;
-        throw std::bad_alloc();
-      }
-      capacity_ = round_up(bytes);
-    }
-    return memory_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(std::byte* p) const noexcept { std::free(p); }
-  };
-  std::unique_ptr<std::byte, Free> memory_;
-  size_t capacity_ = 0;
-};
-
 /// This thread's memory for padded calls (calls on one thread never overlap). Separate
 /// from the staging memory of Executable::execute, which a padded call also uses.
 Scratch& padding_scratch() {

@@ -53,29 +53,6 @@ void await(const pjrt::Plugin& plugin, PJRT_Event* event, std::string_view what)
   pjrt::check(pjrt::OwnedError(plugin.api(), plugin.api()->PJRT_Event_Await(&args)), what);
 }
 
-/// Aligned memory that grows to the largest size asked of it and is then reused.
-class Scratch {
- public:
-  std::byte* reserve(size_t bytes) {
-    if (bytes > capacity_) {
-      memory_.reset(static_cast<std::byte*>(allocate_aligned(bytes)));
-      if (memory_ == nullptr) {
-        capacity_ = 0;
-        throw std::bad_alloc();
-      }
-      capacity_ = round_up(bytes);
-    }
-    return memory_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(std::byte* p) const noexcept { std::free(p); }
-  };
-  std::unique_ptr<std::byte, Free> memory_;
-  size_t capacity_ = 0;
-};
-
 /// This thread's staging area for unaligned inputs (calls on one thread never overlap).
 Scratch& scratch() {
   thread_local Scratch memory;

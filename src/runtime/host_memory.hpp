@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <new>
 
 namespace cyxla {
 
@@ -26,5 +28,29 @@ inline void* allocate_aligned(size_t bytes) noexcept {
   if (bytes == 0 || bytes > SIZE_MAX - (kHostAlignment - 1)) return nullptr;
   return std::aligned_alloc(kHostAlignment, round_up(bytes));
 }
+
+/// Aligned memory that grows to the largest size asked of it and is then reused: a
+/// thread's staging or padding area. reserve() throws std::bad_alloc when out of memory.
+class Scratch {
+ public:
+  std::byte* reserve(size_t bytes) {
+    if (bytes > capacity_) {
+      memory_.reset(static_cast<std::byte*>(allocate_aligned(bytes)));
+      if (memory_ == nullptr) {
+        capacity_ = 0;
+        throw std::bad_alloc();
+      }
+      capacity_ = round_up(bytes);
+    }
+    return memory_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> memory_;
+  size_t capacity_ = 0;
+};
 
 }  // namespace cyxla
