@@ -38,6 +38,12 @@
  * still executing with it. Nothing here takes the GIL or calls Python, except
  * cyxla_import. cyxla_open_runtime, cyxla_load_program and cyxla_register_ffi_handler
  * may be called from any thread; they compile or load, so keep them off hot paths.
+ *
+ * Arguments. `inputs` may be NULL when there are no inputs, `outputs` when there are no
+ * outputs, and the data of a 0-byte input or output too; any other NULL is
+ * CYXLA_ERROR_INVALID_ARGUMENT. An output may be an input's memory (x <- f(x)): every
+ * input is read before any output is written. The error struct, where given, is written
+ * on success too (CYXLA_OK and an empty message).
  */
 #ifndef CYXLA_CYXLA_H_
 #define CYXLA_CYXLA_H_
