@@ -506,3 +506,33 @@ def test_a_cython_caller_through_the_pxd(batched: cx.BatchedExecutable, tmp_path
     np.testing.assert_array_equal(y, pointwise(sin2, x)[0])
     with pytest.raises(ValueError, match="input 0 has 8 bytes, 0 points of 12 bytes are 0"):
         batch_cython.evaluate(batched.handle, x_bytes[:8], y_bytes)
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("two inputs", "takes 1 inputs and 1 outputs, given 2 and 1"),
+        ("strided input", "input 0 must be a C-contiguous array"),
+        ("read-only output", "output 0 must be a C-contiguous writable array"),
+        ("short input", "input 0 has 24 bytes, the points need 60"),
+    ],
+)
+def test_the_internal_batch_call_checks_its_buffers(
+    batched: cx.BatchedExecutable, case: str, message: str
+) -> None:
+    """BatchedExecutable.run checks first; the core's entry behind it refuses bad buffers
+    itself instead of reading past them."""
+    x = points(5, (3,))
+    y = np.zeros((5, 3), np.float32)
+    inputs, outputs = [x], [y]
+    if case == "two inputs":
+        inputs = [x, x]
+    elif case == "strided input":
+        inputs = [np.zeros((5, 6), np.float32)[:, ::2]]
+    elif case == "read-only output":
+        y.flags.writeable = False
+    elif case == "short input":
+        inputs = [x[:2]]
+    with pytest.raises(cx.InvalidArgumentError, match=message):
+        batched._native._execute(5, inputs, outputs)
+    np.testing.assert_array_equal(y, 0)
