@@ -11,6 +11,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import cyxla as cx
+from cyxla._cache import probes, store
+
 from support import run_python
 
 #: Counts the probe compiles and entry-point scans of one process, changes what the
@@ -101,3 +106,46 @@ def test_a_cache_off_probes_and_scans_every_time(tmp_path: Path) -> None:
     for _ in range(2):
         run = _child(tmp_path, CYXLA_CACHE_DIR="0")
         assert run["probes"] >= 1 and run["scans"] == 1 and run["right"]
+
+
+# ----------------------------------------------------- the verdict store, in this process
+
+
+@pytest.fixture
+def probe_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache directory of this test's own."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, str(directory))
+    return directory
+
+
+def test_a_damaged_or_foreign_probe_verdict_is_a_miss(probe_cache: Path) -> None:
+    document = {"plugin": {"path": "/x/plugin.so"}, "targets": [["t", "jaxlib", [0, 4]]]}
+    probes.store_verdict(document, {"t": "rejected: why"})
+    assert probes.load(document) == {"t": "rejected: why"}
+    key = probes._key(document)
+    header = {"name": "FFI probe", "source": document}
+    for payload in (b"not json", b"[1, 2]", b'{"t": 3}'):
+        store.write("probes", key, header, payload)
+        assert probes.load(document) is None, payload
+    # An entry written for another source under the same key (a collision) is not used.
+    store.write("probes", key, {"name": "FFI probe", "source": {"other": 1}}, b"{}")
+    assert probes.load(document) is None
+
+
+def test_a_plugin_library_that_is_gone_has_no_verdict_key(tmp_path: Path) -> None:
+    class Gone:
+        path = str(tmp_path / "missing.so")
+
+    assert probes.source(Gone(), []) is None  # type: ignore[arg-type]
+
+
+def test_a_verdict_that_cannot_be_written_is_dropped(
+    probe_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: Any) -> None:
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(store, "write", refuse)
+    probes.store_verdict({"a": 1}, {"t": "why"})  # the probe just runs again next time
+    assert probes.load({"a": 1}) is None
