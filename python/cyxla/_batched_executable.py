@@ -3,7 +3,6 @@ run on any number of points."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +11,13 @@ import numpy as np
 from cyxla import _core
 from cyxla._batched_program import BatchedProgram
 from cyxla._errors import DtypeError, InvalidArgumentError
-from cyxla._executable import CompileStatistics, Executable, _carrier, compile_program
+from cyxla._executable import (
+    CompileStatistics,
+    Executable,
+    LazyHandle,
+    _carrier,
+    compile_program,
+)
 from cyxla._program import TensorSpec
 
 __all__ = ["BatchedExecutable", "compile_batched"]
@@ -36,8 +41,7 @@ class BatchedExecutable:
         self.program = program
         #: One executable per batch size, as `program.programs`.
         self.executables = executables
-        self._handle: _core.NativeHandle | None = None
-        self._handle_lock = threading.Lock()
+        self._handle = LazyHandle()
         self._inputs = program.inputs
         self._outputs = program.outputs
 
@@ -45,13 +49,7 @@ class BatchedExecutable:
     def handle(self) -> int:
         """The handle native code passes to `cyxla_get_spec`: its spec describes one point
         and lists the batch sizes. Valid while this object lives (see Executable.handle)."""
-        handle = self._handle
-        if handle is None:
-            with self._handle_lock:
-                if self._handle is None:
-                    self._handle = _core.NativeHandle(self._native)
-                handle = self._handle
-        return handle.value
+        return self._handle.value_of(self._native)
 
     @property
     def platform(self) -> str:

@@ -25,7 +25,7 @@ from cyxla._program import (
     output_mismatch,
 )
 
-__all__ = ["CompileStatistics", "Executable", "compile_program"]
+__all__ = ["CompileStatistics", "Executable", "LazyHandle", "compile_program"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,26 @@ class CompileStatistics:
     cache_error: str | None = None
 
 
+class LazyHandle:
+    """The native handle of a core executable, made on first use: once, however many
+    threads ask at once. It does not hold the executable (its owner does), so that
+    dropping the owner frees it."""
+
+    def __init__(self) -> None:
+        self._handle: _core.NativeHandle | None = None
+        self._lock = threading.Lock()
+
+    def value_of(self, native: _core.Executable | _core.BatchedExecutable) -> int:
+        """The handle of `native`, which is always the same executable."""
+        handle = self._handle
+        if handle is None:
+            with self._lock:
+                if self._handle is None:
+                    self._handle = _core.NativeHandle(native)
+                handle = self._handle
+        return handle.value
+
+
 class Executable:
     """A program compiled for the loaded plugin.
 
@@ -54,9 +74,7 @@ class Executable:
         #: The C++ executable that `run` calls (internal: tests and the benchmark use it).
         self._native = native
         self.program = program
-        self._handle: _core.NativeHandle | None = None
-        #: Makes the first `handle` once, however many threads ask for it at once.
-        self._handle_lock = threading.Lock()
+        self._handle = LazyHandle()
         #: Per input: (shape, dtype, the dtype handed to the core).
         self._in = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.inputs]
         #: Per output: (shape, the dtype the core writes, bytes); `_views` says which need a
@@ -74,13 +92,7 @@ class Executable:
         that ask at once all get the same one (a second made in a race would release
         the first when it replaced it, leaving some threads a dead handle).
         """
-        handle = self._handle
-        if handle is None:
-            with self._handle_lock:
-                if self._handle is None:
-                    self._handle = _core.NativeHandle(self._native)
-                handle = self._handle
-        return handle.value
+        return self._handle.value_of(self._native)
 
     @property
     def platform(self) -> str:
