@@ -316,8 +316,8 @@ def test_the_second_load_comes_from_the_disk_cache(
             np.testing.assert_allclose(out.reshape(4, 8), jax.jit(mlp)(x, w), rtol=1e-6)
         finally:
             table().release_program(handle)
-        (entry,) = (tmp_path / "cache" / "native").iterdir()
-        assert entry.suffix == ".executable" and entry.stat().st_size > 0
+        (entry,) = (tmp_path / "cache" / "executables").iterdir()  # Python's store
+        assert entry.suffix == ".entry" and entry.stat().st_size > 0
         if attempt == "cached":
             entry.write_bytes(b"not an executable")
     assert entry.read_bytes() != b"not an executable"  # replaced by the recompiled one

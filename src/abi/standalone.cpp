@@ -75,7 +75,7 @@ std::vector<pjrt::NamedValue> client_options(const cyxla_RuntimeOptions& options
         values.push_back({o.name, o.int64_value});
         break;
       case CYXLA_OPTION_FLOAT:
-        values.push_back({o.name, static_cast<float>(o.float_value)});
+        values.push_back({o.name, o.float_value});
         break;
       case CYXLA_OPTION_BOOL:
         values.push_back({o.name, o.int64_value != 0});
@@ -151,17 +151,11 @@ uint64_t load(const std::string& path) {
                     "; export it for '" + runtime->platform() + "'");
   }
   check_custom_calls(file, *runtime, path);
-  const std::optional<std::filesystem::path> entry = program::cache_entry(file, *runtime);
-  if (entry) {
-    if (std::string cached = program::read_entry(*entry); !cached.empty()) {
-      try {
-        std::shared_ptr<Executable> executable = runtime->deserialize(cached, file.inputs);
-        if (executable->outputs() == file.outputs) {
-          return Registry::instance().add(std::move(executable));
-        }
-      } catch (const Error&) {
-        // A stale or damaged entry: compiled afresh and replaced below.
-      }
+  // Python's disk cache: a program compiled in either language is a hit in the other.
+  const std::optional<program::ExecutableKey> key = program::executable_key(file, *runtime);
+  if (key) {
+    if (std::shared_ptr<Executable> cached = program::load_cached(file, *runtime, *key)) {
+      return Registry::instance().add(std::move(cached));
     }
   }
   std::shared_ptr<Executable> executable =
@@ -176,7 +170,7 @@ uint64_t load(const std::string& path) {
                 path + ": the metadata lists the outputs " + text(file.outputs) +
                     ", but the compiled program returns " + text(executable->outputs()));
   }
-  if (entry) program::store_entry(*entry, executable->serialize());
+  if (key) program::store_executable(file, *key, *executable);  // replaces a bad entry
   return Registry::instance().add(std::move(executable));
 }
 

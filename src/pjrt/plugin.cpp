@@ -29,9 +29,9 @@ std::vector<PJRT_NamedValue> to_pjrt(const std::vector<NamedValue>& values) {
       nv.type = PJRT_NamedValue_kInt64List;
       nv.int64_array_value = l->data();
       nv.value_size = l->size();
-    } else if (const auto* f = std::get_if<float>(&v.value)) {
+    } else if (const auto* f = std::get_if<double>(&v.value)) {
       nv.type = PJRT_NamedValue_kFloat;
-      nv.float_value = *f;
+      nv.float_value = static_cast<float>(*f);
     } else {
       nv.type = PJRT_NamedValue_kBool;
       nv.bool_value = std::get<bool>(v.value);
@@ -96,7 +96,7 @@ NamedValue copy_attribute(const PJRT_NamedValue& v) {
       out.value = std::vector<int64_t>(v.int64_array_value, v.int64_array_value + v.value_size);
       break;
     case PJRT_NamedValue_kFloat:
-      out.value = v.float_value;
+      out.value = static_cast<double>(v.float_value);
       break;
     case PJRT_NamedValue_kBool:
       out.value = v.bool_value;

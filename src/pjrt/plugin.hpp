@@ -26,9 +26,10 @@ struct Version {
   int minor = 0;
 };
 
-/// A named value as PJRT uses it for client options and plugin attributes.
+/// A named value as PJRT uses it for client options and plugin attributes. A float is
+/// kept as the caller gave it (PJRT takes a float): the disk cache's key records it.
 struct NamedValue {
-  using Value = std::variant<std::string, int64_t, std::vector<int64_t>, float, bool>;
+  using Value = std::variant<std::string, int64_t, std::vector<int64_t>, double, bool>;
   std::string name;
   Value value;
 };

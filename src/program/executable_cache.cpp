@@ -1,103 +1,216 @@
-// Cache keys (FNV-1a, 64 bits, over everything that decides the compiled code) and
-// entry files.
+// The key's document (keys.py's executable_source), the header an executable's entry
+// holds (executables.py's store) and the checks a hit passes (executables.py's _use).
 #include "program/executable_cache.hpp"
 
-#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
 
-#include <cstdint>
-#include <cstdlib>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <string_view>
-#include <system_error>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <variant>
 
+#include "common/error.hpp"
+#include "program/disk_cache.hpp"
+#include "program/sha256.hpp"
+#include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
 
 namespace cyxla::program {
 namespace {
 
-/// Changes when the entries' meaning changes.
-constexpr std::string_view kCacheFormat = "cyxla-native-executable-1";
+constexpr std::string_view kKind = "executables";
 
-class Hash {
- public:
-  Hash& add(std::string_view bytes) noexcept {
-    // The length first, so that ("ab", "c") and ("a", "bc") differ.
-    const uint64_t size = bytes.size();
-    for (size_t i = 0; i < sizeof size; ++i) mix(static_cast<unsigned char>(size >> (8 * i)));
-    for (const char c : bytes) mix(static_cast<unsigned char>(c));
-    return *this;
-  }
-  std::string hex() const {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string out(16, '0');
-    for (size_t i = 0; i < 16; ++i) out[15 - i] = kDigits[(state_ >> (4 * i)) & 0xFu];
-    return out;
-  }
+/// A JSON array of `items`, moved in (an initializer list would copy them).
+template <class... Items>
+json::Array array_of(Items&&... items) {
+  json::Array array;
+  array.reserve(sizeof...(items));
+  (array.emplace_back(std::forward<Items>(items)), ...);
+  return array;
+}
 
- private:
-  void mix(unsigned char byte) noexcept { state_ = (state_ ^ byte) * 0x100000001b3ULL; }
-  uint64_t state_ = 0xcbf29ce484222325ULL;
-};
+/// A client option as keys.py's _tagged writes it: [type, text], floats by repr.
+json::Value tagged(const pjrt::NamedValue::Value& value) {
+  return std::visit(
+      []<class T>(const T& v) -> json::Value {
+        if constexpr (std::is_same_v<T, std::string>) {
+          return array_of("str", v);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return array_of("bool", v);
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          return array_of("int", std::to_string(v));
+        } else if constexpr (std::is_same_v<T, double>) {
+          return array_of("float", json::float_repr(v));
+        } else {
+          // Python holds a list of ints as a list (a tuple would be tagged "tuple").
+          json::Array items;
+          for (const int64_t i : v) items.emplace_back(array_of("int", std::to_string(i)));
+          return array_of("list", std::move(items));
+        }
+      },
+      value);
+}
 
-std::optional<std::filesystem::path> directory() {
-  if (const char* configured = std::getenv("CYXLA_CACHE_DIR")) {
-    const std::string_view value(configured);
-    if (value.empty() || value == "0") return std::nullopt;
-    return std::filesystem::path(value) / "native";
+/// A plugin attribute as JSON, as Python holds it (a list of ints is a list).
+json::Value attribute(const pjrt::NamedValue::Value& value) {
+  return std::visit(
+      []<class T>(const T& v) -> json::Value {
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          json::Array items;
+          for (const int64_t i : v) items.emplace_back(i);
+          return items;
+        } else {
+          return json::Value(v);
+        }
+      },
+      value);
+}
+
+/// What Python's str.strip() removes from ASCII text.
+constexpr std::string_view kWhitespace = " \t\n\r\v\f\x1c\x1d\x1e\x1f";
+
+/// keys.py's host_identity: the architecture and a digest of the CPU's feature flags,
+/// which a CPU executable may use.
+const json::Object& host_identity() {
+  static const json::Object identity = [] {
+    std::string features;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (!line.starts_with("flags") && !line.starts_with("Features")) continue;
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) break;
+      std::string_view text = std::string_view(line).substr(colon + 1);
+      const size_t first = text.find_first_not_of(kWhitespace);
+      text = first == std::string_view::npos
+                 ? std::string_view()
+                 : text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
+      features = text;
+      break;
+    }
+    utsname names{};
+    ::uname(&names);
+    return json::Object{{"machine", std::string(names.machine)},
+                        {"features", sha256_hex(features)}};
+  }();
+  return identity;
+}
+
+/// (size, mtime_ns) of `path` when this process first asked: the library it loaded,
+/// even if a reinstall replaces the file meanwhile. Throws when it cannot be read.
+std::pair<int64_t, int64_t> file_identity(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<int64_t, int64_t>> known;  // guarded by mutex
+  std::lock_guard lock(mutex);
+  if (auto it = known.find(path); it != known.end()) return it->second;
+  struct stat info{};
+  if (::stat(path.c_str(), &info) != 0) {
+    throw std::runtime_error("cannot identify the plugin " + path);
   }
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::filesystem::path(xdg) / "cyxla" / "native";
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') return std::nullopt;
-  return std::filesystem::path(home) / ".cache" / "cyxla" / "native";
+  const int64_t mtime_ns =
+      static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
+  return known[path] = {static_cast<int64_t>(info.st_size), mtime_ns};
+}
+
+/// keys.py's library_identity.
+json::Object library_identity(const pjrt::Plugin& plugin) {
+  // Python records the path it loaded the library from, which it resolved.
+  const std::string path = std::filesystem::canonical(plugin.path()).string();
+  const auto [size, mtime_ns] = file_identity(path);
+  json::Value xla_version;  // null when the plugin does not say
+  for (const pjrt::NamedValue& a : plugin.attributes()) {
+    if (a.name == "xla_version") xla_version = attribute(a.value);
+  }
+  return json::Object{
+      {"path", path},
+      {"size", size},
+      {"mtime_ns", mtime_ns},
+      {"pjrt_version", array_of(plugin.version().major, plugin.version().minor)},
+      {"xla_version", std::move(xla_version)},
+  };
+}
+
+/// Input specs as entries record them: [[element type number, [dims]], ...].
+json::Array spec_records(const std::vector<TensorSpec>& specs) {
+  json::Array records;
+  for (const TensorSpec& spec : specs) {
+    json::Array dims;
+    for (const int64_t d : spec.dims) dims.emplace_back(d);
+    records.emplace_back(array_of(static_cast<int64_t>(spec.type), std::move(dims)));
+  }
+  return records;
+}
+
+/// The entry's executable, or null when it is not the one `key` names (executables.py's
+/// _use, in its order).
+std::shared_ptr<Executable> use(const disk_cache::Entry& entry, const ProgramFile& file,
+                                const Runtime& runtime, const ExecutableKey& key) {
+  const auto field = [&](std::string_view name) -> const json::Value* {
+    const auto it = entry.header.find(name);
+    return it != entry.header.end() ? &it->second : nullptr;
+  };
+  const json::Value* plugin = field("plugin");
+  if (plugin == nullptr || *plugin != key.source.at("plugin")) return nullptr;
+  const json::Value* source = field("source");
+  if (source == nullptr || *source != json::Value(key.source)) return nullptr;
+  const json::Value* inputs = field("inputs");
+  if (inputs == nullptr || *inputs != json::Value(spec_records(file.inputs))) return nullptr;
+  std::shared_ptr<Executable> executable = runtime.deserialize(entry.payload, file.inputs);
+  if (executable->outputs() != file.outputs) return nullptr;
+  return executable;
 }
 
 }  // namespace
 
-std::optional<std::filesystem::path> cache_entry(const ProgramFile& file, const Runtime& runtime) {
-  std::optional<std::filesystem::path> where = directory();
-  if (!where) return std::nullopt;
-  Hash hash;
-  hash.add(kCacheFormat).add(file.stablehlo).add(file.compile_options);
-  for (const TensorSpec& spec : file.inputs) hash.add(spec.to_string());
-  // The plugin: its library (a reinstalled one differs in size or time), its version,
-  // the client's platform version.
-  const std::string& library = runtime.plugin().path();
-  std::error_code error;
-  const auto size = std::filesystem::file_size(library, error);
-  const auto time = std::filesystem::last_write_time(library, error).time_since_epoch().count();
-  hash.add(library).add(std::to_string(size)).add(std::to_string(time));
-  hash.add(std::to_string(runtime.plugin().version().major) + "." +
-           std::to_string(runtime.plugin().version().minor));
-  hash.add(runtime.platform()).add(runtime.platform_version());
-  return *where / (hash.hex() + ".executable");
-}
-
-std::string read_entry(const std::filesystem::path& entry) {
-  std::ifstream in(entry, std::ios::binary);
-  if (!in) return {};
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return in.bad() ? std::string() : bytes;
-}
-
-void store_entry(const std::filesystem::path& entry, const std::string& bytes) noexcept {
+std::optional<ExecutableKey> executable_key(const ProgramFile& file, const Runtime& runtime) noexcept {
   try {
-    std::error_code error;
-    std::filesystem::create_directories(entry.parent_path(), error);
-    std::filesystem::path partial = entry;
-    partial += ".partial-" + std::to_string(::getpid());
-    {
-      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!out) {
-        std::filesystem::remove(partial, error);
-        return;
-      }
+    if (!disk_cache::configured_directory()) return std::nullopt;
+    json::Object options;
+    for (const pjrt::NamedValue& option : runtime.options()) {
+      options.insert_or_assign(option.name, tagged(option.value));
     }
-    std::filesystem::rename(partial, entry, error);
-    if (error) std::filesystem::remove(partial, error);
-  } catch (...) {  // GCOVR_EXCL_LINE: out of memory while building a path
+    ExecutableKey key;
+    key.source = json::Object{
+        {"stablehlo", sha256_hex(file.stablehlo)},
+        {"compile_options", sha256_hex(file.compile_options)},
+        {"platform", file.platform},
+        {"plugin", library_identity(runtime.plugin())},
+        {"client_options", std::move(options)},
+        {"cyxla", std::string(disk_cache::cyxla_version())},
+        {"host", host_identity()},
+    };
+    key.key = sha256_hex(json::dump(key.source));
+    return key;
+  } catch (...) {  // no key to trust: compiled, not stored
+    return std::nullopt;
+  }
+}
+
+std::shared_ptr<Executable> load_cached(const ProgramFile& file, const Runtime& runtime,
+                                        const ExecutableKey& key) noexcept {
+  try {
+    std::optional<disk_cache::Entry> entry = disk_cache::read(kKind, key.key);
+    return entry ? use(*entry, file, runtime, key) : nullptr;
+  } catch (...) {  // damaged, foreign or unsafe, or the plugin refused it: compiled instead
+    return nullptr;
+  }
+}
+
+void store_executable(const ProgramFile& file, const ExecutableKey& key,
+                      const Executable& executable) noexcept {
+  try {
+    json::Object header{
+        {"name", file.name},
+        {"platform", file.platform},
+        {"plugin", key.source.at("plugin")},
+        {"source", key.source},
+        {"inputs", spec_records(file.inputs)},
+        {"fingerprint", hex(executable.fingerprint())},
+    };
+    disk_cache::write(kKind, key.key, std::move(header), executable.serialize());
+  } catch (...) {  // the program runs anyway; the next load compiles again
   }
 }
 

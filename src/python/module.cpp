@@ -13,6 +13,10 @@
 #include "abi/table.hpp"
 #include "pjrt/ffi.hpp"
 #include "pjrt/plugin.hpp"
+#include "program/executable_cache.hpp"
+#include "program/json.hpp"
+#include "program/program_file.hpp"
+#include "program/sha256.hpp"
 #include "python/batch_buffers.hpp"
 #include "python/host_buffers.hpp"
 #include "runtime/batched_executable.hpp"
@@ -55,7 +59,7 @@ std::vector<pjrt::NamedValue> to_named_values(const nb::dict& options) {
     } else if (PyLong_Check(value.ptr())) {
       values.push_back({name, nb::cast<int64_t>(value)});
     } else if (PyFloat_Check(value.ptr())) {
-      values.push_back({name, nb::cast<float>(value)});
+      values.push_back({name, nb::cast<double>(value)});
     } else if (PyUnicode_Check(value.ptr())) {
       values.push_back({name, nb::cast<std::string>(value)});
     } else {
@@ -159,6 +163,28 @@ NB_MODULE(_core, m) {
         return ffi_version_tuple(pjrt::ffi_version(plugin));
       },
       "plugin"_a, "The XLA FFI API version of the plugin's XLA.");
+  // A test hook (the cache interop tests compare it with Python's key): the disk cache's
+  // key of the program file at `path` compiled by `runtime`, as (source document, key),
+  // or None when the cache is off.
+  m.def(
+      "_executable_cache_key",
+      [](const Runtime& runtime, const std::string& path) -> nb::object {  // GCOVR_EXCL_LINE
+        std::optional<program::ExecutableKey> key =
+            program::executable_key(program::read(path), runtime);
+        if (!key) return nb::none();
+        return nb::make_tuple(program::json::dump(key->source), key->key);
+      },
+      "runtime"_a, "path"_a);
+  // Test hooks of the cache's SHA-256 and JSON, checked against hashlib and json.
+  m.def("_sha256_hex", [](nb::bytes data) {
+    return program::sha256_hex(std::string_view(data.c_str(), data.size()));
+  });
+  m.def("_json_reformat", [](nb::bytes text) -> nb::object {  // GCOVR_EXCL_LINE
+    std::optional<program::json::Value> value =
+        program::json::parse(std::string_view(text.c_str(), text.size()));
+    if (!value) return nb::none();
+    return nb::str(program::json::dump(*value).c_str());
+  });
 
   nb::class_<Runtime>(m, "Runtime", "A client of one plugin, bound to its first device.")
       .def_static(

@@ -37,6 +37,7 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
   create.num_options = pjrt_options.size();
   CYXLA_PJRT_CALL(p, PJRT_Client_Create, create);
   runtime->client_ = pjrt::Client(p.api(), create.client);
+  runtime->options_ = options;
 
   auto name = pjrt::make_args<PJRT_Client_PlatformName_Args>();
   name.client = create.client;

@@ -32,6 +32,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// The client's platform name, lower case ("cpu", "cuda", ...).
   const std::string& platform() const noexcept { return platform_; }
   const std::string& platform_version() const noexcept { return platform_version_; }
+  /// The options the client was created with, as given (the disk cache's key holds them).
+  const std::vector<pjrt::NamedValue>& options() const noexcept { return options_; }
   size_t device_count() const noexcept { return device_count_; }
   /// Whether device buffers live in host memory, so inputs can alias it (the CPU).
   bool host_is_device() const noexcept { return host_is_device_; }
@@ -62,6 +64,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   size_t device_count_ = 0;
   std::string platform_;
   std::string platform_version_;
+  std::vector<pjrt::NamedValue> options_;
   bool host_is_device_ = false;
 };
 

@@ -50,9 +50,11 @@ def library_identity(plugin: _backend.LoadedPlugin | None = None) -> dict[str, A
     to the plugin this process loaded, loading the default one if there is none yet.
     """
     loaded = plugin or _backend.loaded() or _backend.initialize()
-    size, mtime_ns = _file_identity(loaded.library)
+    # The resolved path the library was loaded from, which the native loader records too.
+    library = loaded.plugin.path
+    size, mtime_ns = _file_identity(library)
     return {
-        "path": loaded.library,
+        "path": library,
         "size": size,
         "mtime_ns": mtime_ns,
         "pjrt_version": list(loaded.plugin.version),

@@ -1,0 +1,422 @@
+// Writing JSON as Python's json module does, and reading it strictly.
+#include "program/json.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <system_error>
+
+namespace cyxla::program::json {
+namespace {
+
+void append_escape(std::string& out, uint32_t unit) {
+  std::array<char, 8> text{};
+  std::snprintf(text.data(), text.size(), "\\u%04x", unit);
+  out += text.data();
+}
+
+/// The code point of the UTF-8 sequence at `text[i]` and its length, or nothing when the
+/// bytes there are not one (Python's strict decoder: no overlong forms, no surrogates).
+std::optional<std::pair<uint32_t, size_t>> decode_utf8(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t length = 0;
+  uint32_t code = 0;
+  uint32_t smallest = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2, code = lead & 0x1Fu, smallest = 0x80;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3, code = lead & 0x0Fu, smallest = 0x800;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4, code = lead & 0x07u, smallest = 0x10000;
+  } else {
+    return std::nullopt;
+  }
+  if (i + length > text.size()) return std::nullopt;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0u) != 0x80u) return std::nullopt;
+    code = code << 6 | (byte(i + k) & 0x3Fu);
+  }
+  if (code < smallest || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+    return std::nullopt;
+  }
+  return std::pair{code, length};
+}
+
+void dump_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20 || c == 0x7F) {
+            append_escape(out, c);
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    const auto decoded = decode_utf8(text, i);
+    if (!decoded) {  // as Python's surrogateescape decodes a byte that is not UTF-8
+      append_escape(out, 0xDC00u + c);
+      ++i;
+      continue;
+    }
+    const auto [code, length] = *decoded;
+    if (code >= 0x10000) {
+      append_escape(out, 0xD800u + ((code - 0x10000) >> 10));
+      append_escape(out, 0xDC00u + ((code - 0x10000) & 0x3FFu));
+    } else {
+      append_escape(out, code);
+    }
+    i += length;
+  }
+  out += '"';
+}
+
+void dump_to(std::string& out, const Value& value) {
+  std::visit(
+      [&out]<class T>(const T& v) {
+        if constexpr (std::is_same_v<T, std::nullptr_t>) {
+          out += "null";
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out += v ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          out += std::to_string(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          // json.dumps writes float.__repr__, and these words for what JSON lacks.
+          if (std::isnan(v)) {
+            out += "NaN";
+          } else if (std::isinf(v)) {
+            out += v > 0 ? "Infinity" : "-Infinity";
+          } else {
+            out += float_repr(v);
+          }
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          dump_string(out, v);
+        } else if constexpr (std::is_same_v<T, Array>) {
+          out += '[';
+          for (size_t i = 0; i < v.size(); ++i) {
+            if (i != 0) out += ',';
+            dump_to(out, v[i]);
+          }
+          out += ']';
+        } else {
+          out += '{';
+          bool first = true;
+          for (const auto& [name, member] : v) {
+            if (!first) out += ',';
+            first = false;
+            dump_string(out, name);
+            out += ':';
+            dump_to(out, member);
+          }
+          out += '}';
+        }
+      },
+      value.data);
+}
+
+/// `v` as a parsed value, made in place (moving a Value out of a temporary trips GCC 12's
+/// -Wmaybe-uninitialized).
+template <class T>
+std::optional<Value> made(T&& v) {
+  return std::optional<Value>(std::in_place, std::forward<T>(v));
+}
+
+/// A recursive-descent reader of RFC 8259 JSON, as strict as Python's json.loads with
+/// NaN and Infinity refused.
+class Reader {
+ public:
+  Reader(std::string_view text, int max_depth) : text_(text), depth_left_(max_depth) {}
+
+  std::optional<Value> document() {
+    std::optional<Value> value = read_value();
+    skip_space();
+    if (!value || at_ != text_.size()) return std::nullopt;
+    return value;
+  }
+
+ private:
+  void skip_space() noexcept {
+    while (at_ < text_.size() &&
+           (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\n' || text_[at_] == '\r')) {
+      ++at_;
+    }
+  }
+
+  bool take(std::string_view word) noexcept {
+    if (text_.substr(at_, word.size()) != word) return false;
+    at_ += word.size();
+    return true;
+  }
+
+  std::optional<Value> read_value() {
+    skip_space();
+    if (at_ == text_.size()) return std::nullopt;
+    switch (text_[at_]) {
+      case '{': return nested([this] { return read_object(); });
+      case '[': return nested([this] { return read_array(); });
+      case '"': {
+        std::optional<std::string> s = read_string();
+        if (!s) return std::nullopt;
+        return made(std::move(*s));
+      }
+      case 't': return take("true") ? made(true) : std::nullopt;
+      case 'f': return take("false") ? made(false) : std::nullopt;
+      case 'n': return take("null") ? made(nullptr) : std::nullopt;
+      default: return read_number();
+    }
+  }
+
+  template <class Read>
+  std::optional<Value> nested(Read read) {
+    if (depth_left_ == 0) return std::nullopt;
+    --depth_left_;
+    std::optional<Value> value = read();
+    ++depth_left_;
+    return value;
+  }
+
+  std::optional<Value> read_object() {
+    ++at_;  // '{'
+    Object object;
+    skip_space();
+    if (take("}")) return made(std::move(object));
+    while (true) {
+      skip_space();
+      if (at_ == text_.size() || text_[at_] != '"') return std::nullopt;
+      std::optional<std::string> name = read_string();
+      if (!name) return std::nullopt;
+      skip_space();
+      if (!take(":")) return std::nullopt;
+      std::optional<Value> member = read_value();
+      if (!member) return std::nullopt;
+      object.insert_or_assign(std::move(*name), std::move(*member));  // the last one wins
+      skip_space();
+      if (take("}")) return made(std::move(object));
+      if (!take(",")) return std::nullopt;
+    }
+  }
+
+  std::optional<Value> read_array() {
+    ++at_;  // '['
+    Array array;
+    skip_space();
+    if (take("]")) return made(std::move(array));
+    while (true) {
+      std::optional<Value> item = read_value();
+      if (!item) return std::nullopt;
+      array.push_back(std::move(*item));
+      skip_space();
+      if (take("]")) return made(std::move(array));
+      if (!take(",")) return std::nullopt;
+    }
+  }
+
+  std::optional<uint32_t> read_hex4() noexcept {
+    if (at_ + 4 > text_.size()) return std::nullopt;
+    uint32_t unit = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = text_[at_ + k];
+      uint32_t digit = 0;
+      if (c >= '0' && c <= '9') {
+        digit = static_cast<uint32_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        digit = static_cast<uint32_t>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        digit = static_cast<uint32_t>(c - 'A' + 10);
+      } else {
+        return std::nullopt;
+      }
+      unit = unit << 4 | digit;
+    }
+    at_ += 4;
+    return unit;
+  }
+
+  static void append_utf8(std::string& out, uint32_t code) {
+    if (code < 0x80) {
+      out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      out += static_cast<char>(0xC0u | code >> 6);
+      out += static_cast<char>(0x80u | (code & 0x3Fu));
+    } else if (code < 0x10000) {
+      out += static_cast<char>(0xE0u | code >> 12);
+      out += static_cast<char>(0x80u | (code >> 6 & 0x3Fu));
+      out += static_cast<char>(0x80u | (code & 0x3Fu));
+    } else {
+      out += static_cast<char>(0xF0u | code >> 18);
+      out += static_cast<char>(0x80u | (code >> 12 & 0x3Fu));
+      out += static_cast<char>(0x80u | (code >> 6 & 0x3Fu));
+      out += static_cast<char>(0x80u | (code & 0x3Fu));
+    }
+  }
+
+  /// The code point of a \u escape (its "\u" read), joining a surrogate pair; a lone
+  /// \udc80-\udcff is the byte that Python's surrogateescape decoded it from.
+  bool read_escape(std::string& out) {
+    std::optional<uint32_t> unit = read_hex4();
+    if (!unit) return false;
+    if (*unit >= 0xD800 && *unit <= 0xDBFF && take("\\u")) {
+      std::optional<uint32_t> low = read_hex4();
+      if (!low || *low < 0xDC00 || *low > 0xDFFF) return false;
+      append_utf8(out, 0x10000 + ((*unit - 0xD800) << 10) + (*low - 0xDC00));
+      return true;
+    }
+    if (*unit >= 0xDC80 && *unit <= 0xDCFF) {
+      out += static_cast<char>(*unit - 0xDC00);
+      return true;
+    }
+    if (*unit >= 0xD800 && *unit <= 0xDFFF) return false;
+    append_utf8(out, *unit);
+    return true;
+  }
+
+  std::optional<std::string> read_string() {
+    ++at_;  // '"'
+    std::string out;
+    while (at_ < text_.size()) {
+      const char c = text_[at_++];
+      if (c == '"') return out;
+      if (static_cast<unsigned char>(c) < 0x20) return std::nullopt;  // strict: no controls
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (at_ == text_.size()) return std::nullopt;
+      const char escaped = text_[at_++];
+      switch (escaped) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u':
+          if (!read_escape(out)) return std::nullopt;
+          break;
+        default: return std::nullopt;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Value> read_number() {
+    const size_t start = at_;
+    const auto digits = [this] {
+      const size_t from = at_;
+      while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') ++at_;
+      return at_ - from;
+    };
+    take("-");
+    const size_t whole = at_;
+    if (digits() == 0) return std::nullopt;
+    if (text_[whole] == '0' && at_ - whole > 1) return std::nullopt;  // no leading zeros
+    bool integral = true;
+    if (take(".")) {
+      integral = false;
+      if (digits() == 0) return std::nullopt;
+    }
+    if (at_ < text_.size() && (text_[at_] == 'e' || text_[at_] == 'E')) {
+      integral = false;
+      ++at_;
+      if (!take("+")) take("-");
+      if (digits() == 0) return std::nullopt;
+    }
+    const char* first = text_.data() + start;
+    const char* last = text_.data() + at_;
+    if (integral) {
+      int64_t i = 0;
+      const auto [end, error] = std::from_chars(first, last, i);
+      if (error != std::errc() || end != last) return std::nullopt;
+      return made(i);
+    }
+    double d = 0;
+    const auto [end, error] = std::from_chars(first, last, d);
+    if (error != std::errc() || end != last || !std::isfinite(d)) return std::nullopt;
+    return made(d);
+  }
+
+  std::string_view text_;
+  size_t at_ = 0;
+  int depth_left_;
+};
+
+}  // namespace
+
+const Value* Value::find(std::string_view name) const {
+  const Object* object = as<Object>();
+  if (object == nullptr) return nullptr;
+  const auto it = object->find(name);
+  return it == object->end() ? nullptr : &it->second;
+}
+
+std::string float_repr(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  // The shortest digits that read back as x, then Python's layout of them: positional
+  // for exponents from -5 to 15, else d.ddde+XX.
+  std::array<char, 64> text{};
+  const auto [end, error] =
+      std::to_chars(text.data(), text.data() + text.size(), x, std::chars_format::scientific);
+  std::string_view scientific(text.data(), static_cast<size_t>(end - text.data()));
+  std::string out;
+  if (scientific.front() == '-') {
+    out += '-';
+    scientific.remove_prefix(1);
+  }
+  const size_t e = scientific.find('e');
+  std::string digits;
+  for (const char c : scientific.substr(0, e)) {
+    if (c != '.') digits += c;
+  }
+  int exponent = 0;
+  std::string_view exponent_text = scientific.substr(e + 1);
+  if (exponent_text.front() == '+') exponent_text.remove_prefix(1);
+  std::from_chars(exponent_text.data(), exponent_text.data() + exponent_text.size(), exponent);
+  const int point = exponent + 1;  // digits before the decimal point
+  const int count = static_cast<int>(digits.size());
+  if (point > -4 && point <= 16) {
+    if (point <= 0) {
+      out.append("0.").append(static_cast<size_t>(-point), '0').append(digits);
+    } else if (point >= count) {
+      out.append(digits).append(static_cast<size_t>(point - count), '0').append(".0");
+    } else {
+      out.append(digits, 0, static_cast<size_t>(point)).append(".").append(
+          digits, static_cast<size_t>(point));
+    }
+    return out;
+  }
+  out += digits.front();
+  if (count > 1) out.append(".").append(digits, 1);
+  std::array<char, 16> suffix{};
+  std::snprintf(suffix.data(), suffix.size(), "e%c%02d", exponent < 0 ? '-' : '+',
+                exponent < 0 ? -exponent : exponent);
+  return out + suffix.data();
+}
+
+std::string dump(const Value& value) {
+  std::string out;
+  dump_to(out, value);
+  return out;
+}
+
+std::optional<Value> parse(std::string_view text, int max_depth) {
+  return Reader(text, max_depth).document();
+}
+
+}  // namespace cyxla::program::json
