@@ -155,7 +155,7 @@ uint64_t load(const std::string& path) {
   if (entry) {
     if (std::string cached = program::read_entry(*entry); !cached.empty()) {
       try {
-        std::shared_ptr<Executable> executable = runtime->deserialize(cached, file.inputs);
+        std::shared_ptr<Executable> executable = runtime->deserialize(cached, file.inputs, file.donated_outputs);
         if (executable->outputs() == file.outputs) {
           return Registry::instance().add(std::move(executable));
         }
@@ -165,7 +165,7 @@ uint64_t load(const std::string& path) {
     }
   }
   std::shared_ptr<Executable> executable =
-      runtime->compile(file.stablehlo, file.compile_options, file.inputs);
+      runtime->compile(file.stablehlo, file.compile_options, file.inputs, file.donated_outputs);
   if (executable->outputs() != file.outputs) {
     auto text = [](const std::vector<TensorSpec>& specs) {
       std::string out;
