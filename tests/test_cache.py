@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _backend, _plugins
+from cyxla import _backend, _executable, _plugins
 from cyxla.__main__ import main as cli
 from cyxla._cache import keys as cache_keys
 from cyxla._cache import store
@@ -519,6 +519,10 @@ _HOSTILE_EXECUTABLES = {
     "a plugin of another type": ("plugin", '"cpu"'),
     "a payload length that is a bool": ("payload_length", "true"),
     "a key of another type": ("key", "1"),
+    "donated outputs as null": ("donated", "null"),
+    "a donated output beyond the outputs": ("donated", "[1]"),
+    "a donated output twice": ("donated", "[0, 0]"),
+    "a donated output that is a bool": ("donated", "[false]"),
 }
 
 
@@ -537,6 +541,33 @@ def test_hostile_executable_entry_is_a_miss(cache: Path, case: str) -> None:
     np.testing.assert_allclose(executable.run([_tanh_x()])[0], np.tanh(_tanh_x()) * 2.0, rtol=1e-5)
     _, again = cx.compile_program(program)
     assert again.cache_hit  # replaced
+
+
+def test_a_hit_takes_the_outputs_written_in_place_from_the_entry(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reading them from the StableHLO costs an MLIR context (~25 ms in a new process),
+    # so a hit uses what the entry recorded; the result is still written in place.
+    def sin_and_sum(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return jnp.sin(x), jnp.sum(x)
+
+    program = cx.lower(sin_and_sum, [_spec(128, 128)])
+    cx.compile_program(program)
+    (entry,) = _entries(cache)
+    assert _split(entry)[0]["donated"] == [0]
+
+    def unreadable(program: cx.Program) -> tuple[int, ...]:
+        raise AssertionError("a hit read the StableHLO")
+
+    monkeypatch.setattr(_executable, "donated_outputs", unreadable)
+    executable, stats = cx.compile_program(program)
+    assert stats.cache_hit
+    x = np.linspace(-3, 3, 128 * 128, dtype=np.float32).reshape(128, 128)
+    out = np.empty((128, 128), np.float32)
+    total = np.empty((), np.float32)
+    executable.run([x], out=[out, total])
+    np.testing.assert_allclose(out, np.sin(x), rtol=1e-6)
+    np.testing.assert_allclose(total, x.sum(), rtol=1e-4, atol=1e-3)
 
 
 def test_cache_info_shows_a_hostile_name_as_unknown(

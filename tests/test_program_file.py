@@ -236,6 +236,25 @@ def test_the_layout_is_the_documented_one(saved: Path, program: cx.Program) -> N
     json.loads(values["output_tree"])
 
 
+def test_outputs_written_in_place_are_listed(tmp_path: Path) -> None:
+    # On the CPU, lower adds a donated parameter for each output of 64 KiB or more: a
+    # native loader cannot read that from the StableHLO, so the file says it.
+    def big_then_small(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return jnp.sin(x), jnp.sum(x)
+
+    program = cx.lower(big_then_small, [_spec(128, 128)])
+    path = tmp_path / "big.cyxla"
+    program.save(path)
+    lines = _metadata(path.read_bytes()).splitlines()
+    assert [line for line in lines if line.startswith("donated_output")] == ["donated_output 0"]
+    loaded = cx.load_program(path)
+    x = np.linspace(-3, 3, 128 * 128, dtype=np.float32).reshape(128, 128)
+    big, total = cx.compile_program(loaded)[0].run([x])
+    expected = jax.jit(big_then_small)(x)
+    np.testing.assert_allclose(big, expected[0], rtol=1e-6)
+    np.testing.assert_allclose(total, expected[1], rtol=1e-5)
+
+
 def test_custom_call_targets_are_listed(tmp_path: Path) -> None:
     program = cx.lower(jnp.linalg.inv, [_spec(3, 3)])
     assert program.custom_calls  # jaxlib's LAPACK target
@@ -348,6 +367,21 @@ _BAD_FILES: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
         _replace("input F32 [4,8]", f"input F32 [4,{1 << 63}]"),
         "metadata",
         "larger than 2**63",
+    ),
+    "donated_output of no output": (
+        _replace("cyxla_version", "donated_output 5\ncyxla_version"),
+        "metadata",
+        "donated_output '5' is not the index of one of the 5 outputs",
+    ),
+    "donated_output not a number": (
+        _replace("cyxla_version", "donated_output -1\ncyxla_version"),
+        "metadata",
+        "donated_output '-1' is not the index",
+    ),
+    "donated_output twice": (
+        _replace("cyxla_version", "donated_output 1\ndonated_output 1\ncyxla_version"),
+        "metadata",
+        "donated_output 1 appears twice",
     ),
     "tree not JSON": (_replace("output_tree {", "output_tree {{"), "metadata", "not JSON"),
     "tree of other outputs": (

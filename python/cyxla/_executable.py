@@ -303,12 +303,12 @@ def compile_program(
     loaded = _backend.loaded()
     assert loaded is not None, "runtime_for loads the plugin"
     specs = encode_specs(program.inputs)
-    donated = list(donated_outputs(program))
     compile_options = _compile_options(options)
-    cached = executables.load(program, loaded, compile_options, specs, donated)
+    cached = executables.load(program, loaded, compile_options, specs)
     if cached.native is not None:
         statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
         return Executable(cached.native, program), statistics
+    donated = list(donated_outputs(program))
     start = time.perf_counter()
     with checks.explain_compile_errors():
         native = runtime.compile(program.stablehlo, compile_options, specs, donated)
@@ -316,7 +316,7 @@ def compile_program(
     _check_outputs(native, program)
     _check_inputs(program)
     # A bad entry is replaced by the fresh one; both problems are reported.
-    errors = [cached.error, executables.store(cached, program, native, specs)]
+    errors = [cached.error, executables.store(cached, program, native, specs, donated)]
     statistics = CompileStatistics(
         seconds,
         load_seconds=cached.seconds,

@@ -290,6 +290,7 @@ def _file_bytes(program: Program) -> bytes:
                 encode_tree(program.output_tree, program.name, "Program.save") if has_tree else None
             ),
             has_output_tree=has_tree,
+            donated_outputs=donated_outputs(program),
         )
     )
 

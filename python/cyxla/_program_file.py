@@ -59,6 +59,9 @@ class Contents:
     #: None when the file has no output_tree line (its outputs are a flat tuple).
     output_tree: Any = None
     has_output_tree: bool = False
+    #: The outputs the program writes into donated parameters of its own, one per
+    #: parameter after the inputs, in order (`cyxla._program.donated_outputs`).
+    donated_outputs: tuple[int, ...] = ()
 
 
 def _spec_text(spec: tuple[ElementType, Sequence[int]]) -> str:
@@ -80,6 +83,7 @@ def _metadata(contents: Contents) -> bytes:
         *(_line("input", _spec_text(s)) for s in contents.inputs),
         *(_line("output", _spec_text(s)) for s in contents.outputs),
         *(_line("custom_call", t) for t in contents.custom_calls),
+        *(_line("donated_output", str(int(k))) for k in contents.donated_outputs),
         *(_line(k, contents.versions[k]) for k in _VERSION_KEYS),
     ]
     if contents.has_output_tree:
@@ -193,7 +197,12 @@ def _spec(value: str) -> tuple[ElementType, tuple[int, ...]]:
 
 def _contents(pairs: list[tuple[str, str]], stablehlo: bytes, options: bytes) -> Contents:
     single: dict[str, str] = {}
-    multiple: dict[str, list[str]] = {"input": [], "output": [], "custom_call": []}
+    multiple: dict[str, list[str]] = {
+        "input": [],
+        "output": [],
+        "custom_call": [],
+        "donated_output": [],
+    }
     for key, value in pairs:
         if key in multiple:
             multiple[key].append(value)
@@ -212,6 +221,7 @@ def _contents(pairs: list[tuple[str, str]], stablehlo: bytes, options: bytes) ->
     tree, has_tree = None, "output_tree" in single
     if has_tree:
         tree = _output_tree(single["output_tree"], len(multiple["output"]))
+    donated = _donated_outputs(multiple["donated_output"], len(multiple["output"]))
     return Contents(
         name=single["name"],
         platform=single["platform"],
@@ -224,7 +234,22 @@ def _contents(pairs: list[tuple[str, str]], stablehlo: bytes, options: bytes) ->
         versions={k: single.get(k, "") for k in _VERSION_KEYS},
         output_tree=tree,
         has_output_tree=has_tree,
+        donated_outputs=donated,
     )
+
+
+def _donated_outputs(values: list[str], outputs: int) -> tuple[int, ...]:
+    """The donated_output lines' output indices, each a different output of the file."""
+    indices = []
+    for value in values:
+        if not (value.isascii() and value.isdigit()) or int(value) >= outputs:
+            raise ValueError(
+                f"donated_output {value[:80]!r} is not the index of one of the {outputs} outputs"
+            )
+        if int(value) in indices:
+            raise ValueError(f"donated_output {value} appears twice")
+        indices.append(int(value))
+    return tuple(indices)
 
 
 def _output_tree(text: str, outputs: int) -> Any:

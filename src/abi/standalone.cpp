@@ -159,7 +159,7 @@ uint64_t load(const std::string& path) {
     }
   }
   std::shared_ptr<Executable> executable =
-      runtime->compile(file.stablehlo, file.compile_options, file.inputs);
+      runtime->compile(file.stablehlo, file.compile_options, file.inputs, file.donated_outputs);
   if (executable->outputs() != file.outputs) {
     auto text = [](const std::vector<TensorSpec>& specs) {
       std::string out;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -143,6 +144,30 @@ json::Array spec_records(const std::vector<TensorSpec>& specs) {
   return records;
 }
 
+json::Array donated_record(const std::vector<size_t>& donated) {
+  json::Array record;
+  for (const size_t index : donated) record.emplace_back(static_cast<int64_t>(index));
+  return record;
+}
+
+/// An entry's recorded outputs written in place, used as recorded (as Python does: a hit
+/// reads no StableHLO), or nothing unless they are distinct indices of `file`'s outputs.
+std::optional<std::vector<size_t>> donated_outputs(const json::Value* recorded,
+                                                   const ProgramFile& file) {
+  const json::Array* items = recorded != nullptr ? recorded->as<json::Array>() : nullptr;
+  if (items == nullptr) return std::nullopt;
+  std::vector<size_t> donated;
+  for (const json::Value& item : *items) {
+    const int64_t* index = item.as<int64_t>();
+    if (index == nullptr || *index < 0 || static_cast<size_t>(*index) >= file.outputs.size() ||
+        std::ranges::find(donated, static_cast<size_t>(*index)) != donated.end()) {
+      return std::nullopt;
+    }
+    donated.push_back(static_cast<size_t>(*index));
+  }
+  return donated;
+}
+
 /// The entry's executable, or null when it is not the one `key` names (executables.py's
 /// _use, in its order).
 std::shared_ptr<Executable> use(const disk_cache::Entry& entry, const ProgramFile& file,
@@ -157,7 +182,10 @@ std::shared_ptr<Executable> use(const disk_cache::Entry& entry, const ProgramFil
   if (source == nullptr || *source != json::Value(key.source)) return nullptr;
   const json::Value* inputs = field("inputs");
   if (inputs == nullptr || *inputs != json::Value(spec_records(file.inputs))) return nullptr;
-  std::shared_ptr<Executable> executable = runtime.deserialize(entry.payload, file.inputs);
+  const std::optional<std::vector<size_t>> donated = donated_outputs(field("donated"), file);
+  if (!donated) return nullptr;
+  std::shared_ptr<Executable> executable =
+      runtime.deserialize(entry.payload, file.inputs, std::move(*donated));
   if (executable->outputs() != file.outputs) return nullptr;
   return executable;
 }
@@ -207,6 +235,7 @@ void store_executable(const ProgramFile& file, const ExecutableKey& key,
         {"plugin", key.source.at("plugin")},
         {"source", key.source},
         {"inputs", spec_records(file.inputs)},
+        {"donated", donated_record(file.donated_outputs)},
         {"fingerprint", hex(executable.fingerprint())},
     };
     disk_cache::write(kKind, key.key, std::move(header), executable.serialize());

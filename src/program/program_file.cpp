@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -86,6 +87,7 @@ void parse_metadata(std::string_view text, std::string_view source, ProgramFile&
       {"cyxla_version", &file.cyxla_version},
   };
   bool seen[std::size(required)] = {};
+  std::vector<std::string_view> donated;  // checked once the outputs are known
   while (!text.empty()) {
     const size_t end = text.find('\n');
     if (end == std::string_view::npos) refuse(source, "malformed metadata: the last line has no LF");
@@ -103,6 +105,8 @@ void parse_metadata(std::string_view text, std::string_view source, ProgramFile&
       file.outputs.push_back(tensor_spec(value, source, line));
     } else if (key == "custom_call") {
       file.custom_calls.emplace_back(value);
+    } else if (key == "donated_output") {
+      donated.push_back(value);
     }
     for (size_t i = 0; i < std::size(required); ++i) {
       if (key != required[i].first) continue;
@@ -117,6 +121,20 @@ void parse_metadata(std::string_view text, std::string_view source, ProgramFile&
       refuse(source, "malformed metadata: the required key '" + std::string(required[i].first) +
                          "' is missing");
     }
+  }
+  for (const std::string_view value : donated) {
+    size_t output = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), output);
+    if (value.empty() || error != std::errc{} || end != value.data() + value.size() ||
+        output >= file.outputs.size()) {
+      refuse(source, "malformed metadata: donated_output '" + std::string(value) +
+                         "' is not the index of one of the " +
+                         std::to_string(file.outputs.size()) + " outputs");
+    }
+    if (std::ranges::find(file.donated_outputs, output) != file.donated_outputs.end()) {
+      refuse(source, "malformed metadata: donated_output " + std::string(value) + " appears twice");
+    }
+    file.donated_outputs.push_back(output);
   }
 }
 

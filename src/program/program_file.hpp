@@ -23,6 +23,9 @@ struct ProgramFile {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<std::string> custom_calls;  // the custom-call targets the program calls
+  /// Per StableHLO parameter after the inputs, the output the program writes into it
+  /// (outputs written in place: the caller's output memory is passed there).
+  std::vector<size_t> donated_outputs;
   std::string stablehlo;                  // portable StableHLO (VHLO bytecode)
   std::string compile_options;            // a serialized xla.CompileOptionsProto
 };

@@ -45,15 +45,25 @@ def _plain_ints(recorded: list[Any]) -> bool:
     return all(type(t) is int and all(type(d) is int for d in dims) for t, dims in recorded)
 
 
+def _donated(recorded: Any, outputs: int) -> list[int] | None:
+    """An entry's recorded outputs written in place (`donated_outputs` of the program it
+    was compiled from), or None unless they are distinct output indices."""
+    if not isinstance(recorded, list) or len(set(recorded)) != len(recorded):
+        return None
+    if not all(type(k) is int and 0 <= k < outputs for k in recorded):
+        return None
+    return recorded
+
+
 def load(
     program: Program,
     loaded: _backend.LoadedPlugin,
     compile_options: bytes,
     specs: SpecRecords,
-    donated: Sequence[int] = (),
 ) -> Lookup:
     """Looks `program` up; a damaged, foreign or unsafe entry is a miss with an error.
-    `donated` are the program's outputs written in place (`donated_outputs`)."""
+    The entry records which outputs the program writes in place, so a hit needs no
+    reading of the StableHLO."""
     start = time.perf_counter()
     try:
         if _store.configured_directory() is None:
@@ -76,9 +86,7 @@ def load(
         return Lookup(None, time.perf_counter() - start, str(error), None, None)
     except _store.EntryError as error:
         return Lookup(None, time.perf_counter() - start, str(error), key, identity, source)
-    native, error = (
-        (None, None) if entry is None else _use(entry, loaded, program, specs, donated, source)
-    )
+    native, error = (None, None) if entry is None else _use(entry, loaded, program, specs, source)
     return Lookup(native, time.perf_counter() - start, error, key, identity, source)
 
 
@@ -87,7 +95,6 @@ def _use(
     loaded: _backend.LoadedPlugin,
     program: Program,
     specs: SpecRecords,
-    donated: Sequence[int],
     source: dict[str, Any],
 ) -> tuple[_core.Executable | None, str | None]:
     """The executable in a checked entry, or None and why it cannot be used."""
@@ -99,8 +106,12 @@ def _use(
     if not _same_specs(entry.header.get("inputs"), specs):
         inputs = entry.header.get("inputs")
         return None, f"{entry.path} was compiled for other inputs: {inputs!r:.300}"
+    donated = _donated(entry.header.get("donated"), len(program.outputs))
+    if donated is None:
+        recorded = entry.header.get("donated")
+        return None, f"{entry.path} records no outputs written in place: {recorded!r:.300}"
     try:
-        native = loaded.runtime.deserialize(entry.payload, specs, list(donated))
+        native = loaded.runtime.deserialize(entry.payload, specs, donated)
     except Exception as failure:  # whatever the plugin says, compiling is the way out
         return None, f"the plugin could not load {entry.path}: {failure}"
     mismatch = output_mismatch(native, program)
@@ -110,9 +121,14 @@ def _use(
 
 
 def store(
-    lookup: Lookup, program: Program, native: _core.Executable, specs: SpecRecords
+    lookup: Lookup,
+    program: Program,
+    native: _core.Executable,
+    specs: SpecRecords,
+    donated: Sequence[int],
 ) -> str | None:
-    """Stores a compiled executable under the key `load` made; returns why not, if it failed."""
+    """Stores a compiled executable under the key `load` made, with the outputs it writes
+    in place (`donated`); returns why not, if it failed."""
     if lookup.key is None:
         return None
     try:
@@ -122,6 +138,7 @@ def store(
             "plugin": lookup.identity,
             "source": lookup.source,
             "inputs": specs,
+            "donated": list(donated),
             "fingerprint": native.fingerprint().hex(),
         }
         _store.write(_KIND, lookup.key, header, native.serialize())
