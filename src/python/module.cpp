@@ -164,17 +164,19 @@ NB_MODULE(_core, m) {
       },
       "plugin"_a, "The XLA FFI API version of the plugin's XLA.");
   // A test hook (the cache interop tests compare it with Python's key): the disk cache's
-  // key of the program file at `path` compiled by `runtime`, as (source document, key),
-  // or None when the cache is off.
+  // key of the program file at `path` compiled by `runtime` (default: the process's, which
+  // C may have opened), as (source document, key), or None when the cache is off.
   m.def(
       "_executable_cache_key",
-      [](const Runtime& runtime, const std::string& path) -> nb::object {  // GCOVR_EXCL_LINE
+      [](const std::string& path, std::shared_ptr<Runtime> runtime) -> nb::object {
+        if (!runtime) runtime = Runtime::current();
+        if (!runtime) throw Error(ErrorKind::InvalidArgument, "no runtime is open");
         std::optional<program::ExecutableKey> key =
-            program::executable_key(program::read(path), runtime);
+            program::executable_key(program::read(path), *runtime);
         if (!key) return nb::none();
         return nb::make_tuple(program::json::dump(key->source), key->key);
       },
-      "runtime"_a, "path"_a);
+      "path"_a, "runtime"_a.none() = nb::none());
   // Test hooks of the cache's SHA-256 and JSON, checked against hashlib and json.
   m.def("_sha256_hex", [](nb::bytes data) {
     return program::sha256_hex(std::string_view(data.c_str(), data.size()));

@@ -1,0 +1,607 @@
+"""Python and the native loader (cyxla_load_program) share one disk cache: the same
+directory, keys and entry files, so a program compiled in either language is a hit in the
+other. The C++ store refuses and replaces what Python's does, bounds the cache as it does,
+and its SHA-256 and JSON are hashlib's and json's."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import stat
+import struct
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cyxla as cx
+from cyxla import _backend, _core
+from cyxla._cache import keys, store
+from cyxla._compile_options import compile_options
+from cyxla._program import donated_outputs
+
+from support import (
+    OK,
+    OPTION_BOOL,
+    OPTION_INT64,
+    Api,
+    ClientOption,
+    Error,
+    Input,
+    ProgramSpec,
+    RuntimeOptions,
+    plugin_library,
+    run_python,
+    table,
+)
+
+# ------------------------------------------------------------------ helpers
+
+TESTS = Path(__file__).parent
+PREFIX = struct.Struct("<8sII32s")  # docs: magic, format version, header length, SHA-256
+
+
+def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
+    return jnp.tanh(x @ w) + 1.0
+
+
+def inputs(rows: int = 4) -> list[np.ndarray]:
+    x = np.linspace(-1, 1, rows * 8, dtype=np.float32).reshape(rows, 8)
+    return [x, np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)]
+
+
+def mlp_program(rows: int = 4) -> cx.Program:
+    f32 = jnp.float32
+    return cx.lower(mlp, [jax.ShapeDtypeStruct((rows, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
+
+
+def cpu_client_options() -> Any:
+    """The CPU plugin's client options that Python uses by default (its plugin entry's
+    CREATE_OPTIONS), as a C caller passes them: the same options give the same key."""
+    return (ClientOption * 2)(
+        ClientOption(b"cpu_device_count", OPTION_INT64, None, 1, 0.0),
+        ClientOption(b"asynchronous", OPTION_BOOL, None, 0, 0.0),
+    )
+
+
+def open_native_runtime(api: Api) -> None:
+    """Opens the runtime as a C program does (in a process without Python's runtime)."""
+    options = cpu_client_options()
+    given = RuntimeOptions(ctypes.sizeof(RuntimeOptions), plugin_library().encode(), options, 2)
+    error = Error()
+    assert api.open_runtime(ctypes.byref(given), ctypes.byref(error)) == OK, error.message
+
+
+def load_and_run(api: Api, path: Path, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """cyxla_load_program, then one run through get_spec and execute; the outputs."""
+    handle, error = ctypes.c_uint64(0), Error()
+    status = api.load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
+    assert status == OK, error.message
+    spec = ProgramSpec()
+    spec.struct_size = ctypes.sizeof(ProgramSpec)
+    try:
+        assert api.get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK, error.message
+        outputs = [
+            np.empty(spec.output_bytes[j], np.uint8).view(np.float32)
+            for j in range(spec.num_outputs)
+        ]
+        given = (Input * len(arrays))(
+            *(Input(a.ctypes.data, spec.input_types[i], a.nbytes) for i, a in enumerate(arrays))
+        )
+        pointers = (ctypes.c_void_p * len(outputs))(*(o.ctypes.data for o in outputs))
+        status = api.execute(
+            ctypes.byref(spec), given, len(arrays), pointers, len(outputs), ctypes.byref(error)
+        )
+        assert status == OK, error.message
+        return outputs
+    finally:
+        api.release_spec(ctypes.byref(spec))
+        api.release_program(handle.value)
+
+
+#: A fresh process that never compiles in Python: it opens the runtime through libcyxla's
+#: own export, as a C program does, loads the program file and prints its outputs and the
+#: native loader's key.
+_NATIVE_CHILD = """
+import ctypes, json, sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+import cyxla as cx
+from cyxla import _core
+from support import Api
+from test_cache_interop import inputs, load_and_run, open_native_runtime
+library = ctypes.CDLL(cx.get_library())
+library.cyxla_get_api.restype = ctypes.POINTER(Api)
+api = library.cyxla_get_api().contents
+open_native_runtime(api)
+path = Path({path!r})
+(out,) = load_and_run(api, path, inputs())
+print(json.dumps({{"out": out.tolist(), "key": _core._executable_cache_key(str(path))}}))
+"""
+
+
+def native_child(path: Path, cache: Path) -> dict[str, Any]:
+    result = run_python(
+        _NATIVE_CHILD.format(tests=str(TESTS), path=str(path)),
+        env={"CYXLA_CACHE_DIR": str(cache)},
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def expected() -> np.ndarray:
+    return np.asarray(jax.jit(mlp)(*inputs()))
+
+
+def python_key(program: cx.Program) -> tuple[str, str]:
+    """Python's key document (as json.dumps writes it) and key of `program` compiled by
+    this process's runtime with the default compile options."""
+    loaded = _backend.loaded()
+    assert loaded is not None
+    source = keys.executable_source(
+        program,
+        compile_options(),
+        keys.library_identity(loaded),
+        loaded.options,
+        store.cyxla_version(),
+    )
+    return json.dumps(source, sort_keys=True, separators=(",", ":")), keys.key_of(source)
+
+
+def entry_file(cache: Path, key: str) -> Path:
+    return store.entry_path(cache / "executables", key)
+
+
+def cache_files(cache: Path, kind: str = "executables") -> set[Path]:
+    """The files of `kind` in the cache (Python's start-up may store entries of others)."""
+    directory = cache / kind
+    return set(directory.iterdir()) if directory.is_dir() else set()
+
+
+def split(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """An entry's header and payload, read from the layout in the store's docstring."""
+    _, _, length, _ = PREFIX.unpack_from(data)
+    return json.loads(data[PREFIX.size : PREFIX.size + length]), data[PREFIX.size + length :]
+
+
+def join(header: dict[str, Any], payload: bytes) -> bytes:
+    """An entry of `header` and `payload` with a checksum that matches."""
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    digest = hashlib.sha256(text + payload).digest()
+    return PREFIX.pack(b"CYXLA\x00CE", store.FORMAT_VERSION, len(text), digest) + text + payload
+
+
+@pytest.fixture(scope="module")
+def program() -> cx.Program:
+    cx.initialize(platform="cpu")
+    return mlp_program()
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(store.CACHE_ENVIRONMENT_VARIABLE, str(directory))
+    monkeypatch.delenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, raising=False)
+    yield directory
+    for path in [directory, *directory.rglob("*")]:  # let tmp_path's cleanup remove all
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o700)
+
+
+def native_load(path: Path) -> None:
+    """Loads the program file with the native loader in this process (on Python's
+    runtime) and checks its outputs against jax.jit."""
+    (out,) = load_and_run(table(), path, inputs())
+    np.testing.assert_allclose(out.reshape(4, 8), expected(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ the key
+
+
+def test_the_native_key_is_pythons_on_pythons_runtime(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    loaded = _backend.loaded()
+    assert loaded is not None
+    text, key = _core._executable_cache_key(str(path), loaded.runtime)
+    assert (text, key) == python_key(program)
+    assert key == hashlib.sha256(text.encode()).hexdigest()
+    # The process's runtime, which the loader uses, is Python's.
+    assert _core._executable_cache_key(str(path)) == (text, key)
+
+
+def test_the_native_key_is_pythons_on_a_runtime_that_c_opened(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    child = native_child(path, cache)
+    assert child["key"] == list(python_key(program))
+
+
+def test_the_cache_off_gives_no_key(
+    program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    for off in ("", "0", " 0 "):
+        monkeypatch.setenv(store.CACHE_ENVIRONMENT_VARIABLE, off)
+        assert _core._executable_cache_key(str(path)) is None
+
+
+# ------------------------------------------------------------------ across languages
+
+
+def test_a_program_compiled_in_python_is_a_hit_for_the_native_loader(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    _, stats = cx.compile_program(program)
+    assert not stats.cache_hit, stats
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    entry = entry_file(cache, python_key(program)[1])
+    before = cache_files(cache)
+    assert before == {entry}, before
+    long_ago = time.time() - 100_000
+    os.utime(entry, (long_ago, long_ago))
+    inode = entry.stat().st_ino
+
+    child = native_child(path, cache)
+
+    np.testing.assert_allclose(np.reshape(child["out"], (4, 8)), expected(), rtol=1e-6)
+    # A hit: the entry was read (its time moved, as a read marks the last use) and not
+    # replaced (a store renames a new file into place), and nothing else was written.
+    assert entry.stat().st_ino == inode
+    assert entry.stat().st_mtime > long_ago + 50_000
+    assert cache_files(cache) == before
+
+
+def test_a_program_the_native_loader_compiled_is_a_hit_for_python(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    child = native_child(path, cache)
+    np.testing.assert_allclose(np.reshape(child["out"], (4, 8)), expected(), rtol=1e-6)
+    entry = entry_file(cache, python_key(program)[1])
+    assert cache_files(cache) == {entry}
+    header, payload = split(entry.read_bytes())
+    assert header["inputs"] == [[int(s.element_type), list(s.shape)] for s in program.inputs]
+    assert header["donated"] == list(donated_outputs(program))
+    assert header["cyxla_version"] == cx.__version__ and header["platform"] == "cpu"
+    assert header["payload_length"] == len(payload)
+
+    code = f"""
+import json
+import numpy as np
+import cyxla as cx
+program = cx.load_program({str(path)!r})
+executable, stats = cx.compile_program(program)
+x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+w = np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)
+(out,) = executable.run([x, w])
+print(json.dumps({{"hit": stats.cache_hit, "error": stats.cache_error, "out": out.tolist()}}))
+"""
+    result = run_python(code, env={"CYXLA_CACHE_DIR": str(cache)})
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["hit"] and outcome["error"] is None, outcome
+    np.testing.assert_allclose(np.reshape(outcome["out"], (4, 8)), expected(), rtol=1e-6)
+    assert cache_files(cache) == {entry}
+
+
+# ------------------------------------------------------------------ damaged entries
+
+
+def _flip_a_bit(entry: Path, **_: Any) -> None:
+    data = bytearray(entry.read_bytes())
+    data[-10] ^= 0x01
+    entry.write_bytes(bytes(data))
+
+
+def _truncate(entry: Path, **_: Any) -> None:
+    data = entry.read_bytes()
+    entry.write_bytes(data[: len(data) // 2])
+
+
+def _rebind(entry: Path, **_: Any) -> None:
+    header, payload = split(entry.read_bytes())
+    header["binding"] = store.binding("executables", "another key", payload)
+    entry.write_bytes(join(header, payload))
+
+
+def _another_version(entry: Path, **_: Any) -> None:
+    header, payload = split(entry.read_bytes())
+    header["cyxla_version"] = "0.0.1+another"
+    entry.write_bytes(join(header, payload))
+
+
+def _another_keys_entry(entry: Path, other: Path, **_: Any) -> None:
+    shutil.copyfile(other, entry)
+
+
+def _group_writable_entry(entry: Path, **_: Any) -> None:
+    entry.chmod(0o660)
+
+
+def _symlinked(entry: Path, elsewhere: Path, **_: Any) -> None:
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)
+
+
+def _fifo(entry: Path, **_: Any) -> None:
+    entry.unlink()
+    os.mkfifo(entry)
+
+
+DAMAGES: dict[str, Callable[..., None]] = {
+    "bit flip": _flip_a_bit,
+    "truncated": _truncate,
+    "wrong binding": _rebind,
+    "another cyxla version": _another_version,
+    "another key's entry": _another_keys_entry,
+    "group-writable entry": _group_writable_entry,
+    "symlinked entry": _symlinked,
+    "fifo": _fifo,
+}
+
+
+def _load_without_blocking(path: Path) -> None:
+    failures: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            native_load(path)
+        except BaseException as failure:  # reported by the test's thread
+            failures.append(failure)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive(), "the native loader blocked on the entry"
+    if failures:
+        raise failures[0]
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_entry_is_a_miss_and_is_replaced(
+    damage: str, program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path, other_path = tmp_path / "mlp.cyxla", tmp_path / "other.cyxla"
+    program.save(path)
+    mlp_program(rows=2).save(other_path)
+    load_and_run(table(), other_path, inputs(rows=2))  # the other key's entry
+    other = entry_file(cache, _core._executable_cache_key(str(other_path))[1])
+    key = _core._executable_cache_key(str(path))[1]
+    entry = entry_file(cache, key)
+    native_load(path)
+    assert entry.is_file() and other.is_file()
+    elsewhere = tmp_path / "elsewhere.entry"
+
+    DAMAGES[damage](entry, other=other, elsewhere=elsewhere)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Python warns of the unsafe ones it reads
+        with pytest.raises(store.EntryError):
+            store.read("executables", key)  # Python refuses it too
+    damaged = entry.lstat()
+    _load_without_blocking(path)
+
+    # Replaced, as Python's store replaces it: a new regular file that Python reads.
+    replaced = entry.lstat()
+    assert stat.S_ISREG(replaced.st_mode) and replaced.st_ino != damaged.st_ino
+    assert stat.S_IMODE(replaced.st_mode) == 0o600
+    read = store.read("executables", key)
+    assert read is not None and read.header["cyxla_version"] == cx.__version__
+    if damage == "symlinked entry":
+        assert elsewhere.is_file() and not elsewhere.is_symlink()  # the target untouched
+    assert {p.name for p in (cache / "executables").iterdir()} == {entry.name, other.name}
+
+
+def test_an_unsafe_directory_turns_the_cache_off(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    native_load(path)
+    key = _core._executable_cache_key(str(path))[1]
+    entry = entry_file(cache, key)
+    long_ago = time.time() - 100_000
+    os.utime(entry, (long_ago, long_ago))
+    before, contents = entry.stat(), entry.read_bytes()
+    for directory in (cache / "executables", cache):
+        directory.chmod(0o770)
+        with (
+            pytest.warns(UserWarning, match="can be written by other users"),
+            pytest.raises(store.CacheRefusedError),
+        ):
+            store.read("executables", key)  # Python refuses it
+        native_load(path)  # compiled, and nothing read or written
+        after = entry.stat()
+        assert (after.st_ino, after.st_mtime) == (before.st_ino, before.st_mtime)
+        assert entry.read_bytes() == contents
+        assert cache_files(cache) == {entry}
+        directory.chmod(0o700)
+
+
+def test_a_symlinked_kind_directory_turns_the_cache_off(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    cache.mkdir(mode=0o700)
+    (cache / "executables").symlink_to(elsewhere)
+    native_load(path)
+    assert list(elsewhere.iterdir()) == []
+
+
+# ------------------------------------------------------------------ the size bound
+
+
+@pytest.mark.parametrize("bound", ["1K", "1k", " 2K ", "0", "1_0M", "64M", "bogus", "-5", "1.5M"])
+def test_the_size_bound_is_read_as_python_reads_it(
+    bound: str,
+    program: cx.Program,
+    tmp_path: Path,
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    native_load(path)
+    entry = entry_file(cache, _core._executable_cache_key(str(path))[1])
+    size = entry.stat().st_size
+    entry.unlink()
+
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, bound)
+    native_load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Python warns of a bound it cannot read
+        python_stores = store.max_bytes() >= size
+    assert entry.exists() == python_stores
+    # Nothing left behind either way: no temporary files.
+    assert cache_files(cache) == ({entry} if python_stores else set())
+
+
+def test_eviction_removes_the_least_recently_used_entries_of_every_kind(
+    program: cx.Program,
+    tmp_path: Path,
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    native_load(path)
+    entry = entry_file(cache, _core._executable_cache_key(str(path))[1])
+    size = entry.stat().st_size
+    entry.unlink()
+
+    now = time.time()
+
+    def put(relative: str, nbytes: int, age: float) -> Path:
+        file = cache / relative
+        file.parent.mkdir(mode=0o700, exist_ok=True)
+        file.write_bytes(b"x" * nbytes)
+        os.utime(file, (now - age, now - age))
+        return file
+
+    oldest = put("programs/a.entry", 1000, 300)
+    older = put("probes/b.entry", 1000, 200)
+    newer = put("scans/c.entry", 1000, 100)
+    stale = put("executables/.tmp-dead", 5000, 7200)  # a writer that died two hours ago
+    fresh = put("executables/.tmp-live", 5000, 10)  # one writing now
+    ignored = put("programs/notes.txt", 5000, 400)  # neither an entry nor temporary
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(size + 1500))
+
+    native_load(path)
+
+    everything = {p for p in cache.rglob("*") if not p.is_dir()}
+    assert everything == {entry, newer, fresh, ignored}
+    assert not (oldest.exists() or older.exists() or stale.exists())
+
+
+# ------------------------------------------------------------------ SHA-256 and JSON
+
+
+def test_sha256_is_hashlibs() -> None:
+    generator = random.Random(12)
+    for length in range(301):
+        data = generator.randbytes(length)
+        assert _core._sha256_hex(data) == hashlib.sha256(data).hexdigest(), length
+    for length in (1 << 20, 3 * (1 << 20) + 17):
+        data = generator.randbytes(length)
+        assert _core._sha256_hex(data) == hashlib.sha256(data).hexdigest(), length
+
+
+def _floats() -> list[float]:
+    generator = random.Random(7)
+    values = [0.0, -0.0, 0.1, 1e-4, 1e-5, 1.5e-7, 123.456, 1e15, 1e16, 9999999999999998.0]
+    values += [1e22, 1.7976931348623157e308, 5e-324, 2.0**-1022, time.time(), 1.0 / 3.0]
+    while len(values) < 2000:
+        (value,) = struct.unpack("<d", generator.randbytes(8))
+        if math.isfinite(value):
+            values.append(value)
+    values += [generator.uniform(-1e6, 1e6) for _ in range(500)]
+    return values
+
+
+def _documents() -> list[Any]:
+    text = 'quote " backslash \\ slash / controls \x00\x01\x1f\x7f\b\f\n\r\t é 中 😀 \u2028'
+    return [
+        {
+            "zeta": 1,
+            "alpha": [True, False, None, "", [], {}],
+            "é": "key beyond ASCII",
+            "中": {"😀": "astral key", "b": [-1, 0, 2**63 - 1, -(2**63)]},
+            "text": text,
+            "path": os.fsdecode(b"/tmp/caf\xe9/\xff\xfe"),  # a file name that is not UTF-8
+            "nested": [[[[{"deep": [1, [2, [3]]]}]]]],
+        },
+        _floats(),
+        [{"n": n, "s": str(n)} for n in range(50)],
+        "just a string",
+        -12,
+        2.5,
+        None,
+    ]
+
+
+def test_json_is_written_as_pythons_json_dumps() -> None:
+    for document in _documents():
+        wanted = json.dumps(document, sort_keys=True, separators=(",", ":"))
+        for given in (
+            wanted,
+            json.dumps(document),
+            json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False),
+        ):
+            assert _core._json_reformat(given.encode("utf-8", "surrogateescape")) == wanted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"NaN",
+        b"[Infinity]",
+        b"[-Infinity]",
+        b'{"a": 1} x',
+        b"[01]",
+        b"[1.]",
+        b"[.5]",
+        b"[1e]",
+        b"[+1]",
+        b"[1,]",
+        b'{"a" 1}',
+        b"{'a': 1}",
+        b'"\x01"',
+        b'"\\x"',
+        b'"\\ud800"',
+        b'"\\ud800\\u0041"',
+        b"[" * 33 + b"]" * 33,
+        str(2**63).encode(),
+        b"[tru]",
+        b'"unterminated',
+    ],
+)
+def test_json_that_is_not_strict_is_refused(text: bytes) -> None:
+    assert _core._json_reformat(text) is None
+
+
+def test_json_nesting_within_the_bound_is_read() -> None:
+    text = "[" * 32 + "]" * 32
+    assert _core._json_reformat(text.encode()) == text
