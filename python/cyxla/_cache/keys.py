@@ -9,6 +9,7 @@ import os
 import platform
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -50,8 +51,8 @@ def library_identity(plugin: _backend.LoadedPlugin | None = None) -> dict[str, A
     to the plugin this process loaded, loading the default one if there is none yet.
     """
     loaded = plugin or _backend.loaded() or _backend.initialize()
-    # The resolved path the library was loaded from, which the native loader records too.
-    library = loaded.plugin.path
+    # Resolved, as the native loader records it (its canonical path), so both share keys.
+    library = str(Path(loaded.library).resolve())
     size, mtime_ns = _file_identity(library)
     return {
         "path": library,
