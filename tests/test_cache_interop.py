@@ -304,6 +304,39 @@ print(json.dumps({{"hit": stats.cache_hit, "error": stats.cache_error, "out": ou
     assert cache_files(cache) == {entry}
 
 
+def test_outputs_written_in_place_are_recorded_and_used_by_both(
+    tmp_path: Path, cache: Path
+) -> None:
+    # 256x256 float32 is 256 KiB: lower adds a donated parameter for it.
+    def double_sin(x: jax.Array) -> jax.Array:
+        return jnp.sin(x) * 2
+
+    cx.initialize(platform="cpu")
+    program = cx.lower(double_sin, [jax.ShapeDtypeStruct((256, 256), jnp.float32)])
+    assert donated_outputs(program) == (0,)
+    path = tmp_path / "in_place.cyxla"
+    program.save(path)
+    x = np.random.default_rng(1).standard_normal((256, 256), np.float32)
+    wanted = np.asarray(jax.jit(double_sin)(x))
+    entry = entry_file(cache, python_key(program)[1])
+
+    _, stats = cx.compile_program(program)  # Python stores
+    assert not stats.cache_hit and split(entry.read_bytes())[0]["donated"] == [0]
+    inode = entry.stat().st_ino
+    (out,) = load_and_run(table(), path, [x])  # the native loader hits
+    np.testing.assert_allclose(out.reshape(256, 256), wanted, rtol=1e-6)
+    assert entry.stat().st_ino == inode
+
+    entry.unlink()
+    (out,) = load_and_run(table(), path, [x])  # the native loader stores
+    np.testing.assert_allclose(out.reshape(256, 256), wanted, rtol=1e-6)
+    assert split(entry.read_bytes())[0]["donated"] == [0]
+    executable, stats = cx.compile_program(program)  # Python hits
+    assert stats.cache_hit, stats
+    (out,) = executable.run([x])
+    np.testing.assert_allclose(out, wanted, rtol=1e-6)
+
+
 # ------------------------------------------------------------------ damaged entries
 
 
@@ -330,6 +363,12 @@ def _another_version(entry: Path, **_: Any) -> None:
     entry.write_bytes(join(header, payload))
 
 
+def _donated_out_of_range(entry: Path, **_: Any) -> None:
+    header, payload = split(entry.read_bytes())
+    header["donated"] = [1]  # the program has one output
+    entry.write_bytes(join(header, payload))
+
+
 def _another_keys_entry(entry: Path, other: Path, **_: Any) -> None:
     shutil.copyfile(other, entry)
 
@@ -353,6 +392,7 @@ DAMAGES: dict[str, Callable[..., None]] = {
     "truncated": _truncate,
     "wrong binding": _rebind,
     "another cyxla version": _another_version,
+    "donated output out of range": _donated_out_of_range,
     "another key's entry": _another_keys_entry,
     "group-writable entry": _group_writable_entry,
     "symlinked entry": _symlinked,
@@ -393,10 +433,11 @@ def test_a_damaged_entry_is_a_miss_and_is_replaced(
     elsewhere = tmp_path / "elsewhere.entry"
 
     DAMAGES[damage](entry, other=other, elsewhere=elsewhere)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Python warns of the unsafe ones it reads
-        with pytest.raises(store.EntryError):
-            store.read("executables", key)  # Python refuses it too
+    if damage != "donated output out of range":  # refused by the executables' checks
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Python warns of the unsafe ones it reads
+            with pytest.raises(store.EntryError):
+                store.read("executables", key)  # Python's store refuses it too
     damaged = entry.lstat()
     _load_without_blocking(path)
 
@@ -406,6 +447,7 @@ def test_a_damaged_entry_is_a_miss_and_is_replaced(
     assert stat.S_IMODE(replaced.st_mode) == 0o600
     read = store.read("executables", key)
     assert read is not None and read.header["cyxla_version"] == cx.__version__
+    assert read.header["donated"] == []
     if damage == "symlinked entry":
         assert elsewhere.is_file() and not elsewhere.is_symlink()  # the target untouched
     assert {p.name for p in (cache / "executables").iterdir()} == {entry.name, other.name}
