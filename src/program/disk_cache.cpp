@@ -73,6 +73,8 @@ fs::path expand(const std::string& text) {
     if (!home) throw Refused("cannot resolve the cache directory (CYXLA_CACHE_DIR=" + text + ")");
     expanded = *home + (slash == std::string::npos ? "" : text.substr(slash));
   }
+  // Path drops a trailing slash: the root's parent is then the directory above it.
+  while (expanded.size() > 1 && expanded.back() == '/') expanded.pop_back();
   return fs::absolute(expanded);
 }
 
@@ -109,8 +111,8 @@ struct stat stat_of(const fs::path& path, bool follow) {
   return info;
 }
 
-/// Whether `path` is a directory, following links (Path.is_dir).
-bool is_real_directory(const fs::path& path) {
+/// Whether `path` names a directory, following links (Path.is_dir).
+bool names_a_directory(const fs::path& path) {
   struct stat info{};
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
@@ -123,12 +125,16 @@ std::optional<fs::path> open_store(std::string_view kind, bool create) {
   if (create) {
     std::error_code error;
     fs::create_directories(root->parent_path(), error);
-    if (error) throw Refused("cannot use the cache directory " + root->string() + ": " + error.message());
+    if (error) {
+      throw Refused("cannot use the cache directory " + root->string() + ": " + error.message());
+    }
     make_private_directory(*root);
-  } else if (!is_real_directory(directory)) {
+  } else if (!names_a_directory(directory)) {
     return std::nullopt;
   }
-  if (auto problem = unsafe(stat_of(*root, true), "the cache directory", *root)) throw Refused(*problem);
+  if (auto problem = unsafe(stat_of(*root, true), "the cache directory", *root)) {
+    throw Refused(*problem);
+  }
   if (create) make_private_directory(directory);
   // lstat: the kind's directory must be a real directory, not a link elsewhere.
   const struct stat info = stat_of(directory, false);
@@ -179,7 +185,8 @@ std::string encode(const json::Object& header, std::string_view payload) {
 }
 
 /// Checks `data` read from `path` and splits it (store.py's _decode, in its order).
-Entry decode(const fs::path& path, std::string&& data, std::string_view kind, std::string_view key) {
+Entry decode(const fs::path& path, std::string&& data, std::string_view kind,
+             std::string_view key) {
   const std::string where = path.string();
   if (data.size() < kPrefixSize) throw Damaged(where + " is truncated (no complete prefix)");
   const std::string_view bytes(data);
@@ -191,7 +198,9 @@ Entry decode(const fs::path& path, std::string&& data, std::string_view kind, st
   }
   const size_t header_length = get_u32(bytes.substr(12));
   const std::string_view body = bytes.substr(kPrefixSize);
-  if (header_length > body.size()) throw Damaged(where + " is truncated (its header is incomplete)");
+  if (header_length > body.size()) {
+    throw Damaged(where + " is truncated (its header is incomplete)");
+  }
   const std::array<uint8_t, 32> sum = Sha256().update(body).digest();
   if (std::memcmp(sum.data(), bytes.data() + 16, sum.size()) != 0) {
     throw Damaged(where + " is corrupted or truncated (its SHA-256 does not match)");
@@ -220,7 +229,9 @@ Entry decode(const fs::path& path, std::string&& data, std::string_view kind, st
   if (*text("cyxla_version") != cyxla_version()) {
     throw Damaged(where + " was written by another version of cyxla");
   }
-  return Entry{path, std::move(*header), std::string(payload)};
+  const size_t payload_offset = kPrefixSize + header_length;
+  data.erase(0, payload_offset);  // the payload, without a second copy of it
+  return Entry{path, std::move(*header), std::move(data)};
 }
 
 /// Closes a descriptor when it goes.
@@ -244,7 +255,8 @@ class Descriptor {
   int fd_;
 };
 
-/// The bytes of the regular file at `path` and their status; nothing if there is none.
+/// The bytes of the regular file at `path`, or nothing if there is none; Damaged for
+/// anything else, or for a file that someone else owns or may write.
 /// Never waits: a pipe or device is refused from lstat before it is opened, and opened
 /// non-blocking in case it was swapped in meanwhile; fstat then checks what was opened.
 std::optional<std::string> read_regular(const fs::path& path) {
@@ -254,7 +266,9 @@ std::optional<std::string> read_regular(const fs::path& path) {
     if (errno == ENOENT) return std::nullopt;
     throw Damaged("cannot open " + where + ": " + errno_text(errno));
   }
-  if (S_ISLNK(info.st_mode)) throw Damaged("cannot open " + where + ": a symbolic link is not followed");
+  if (S_ISLNK(info.st_mode)) {
+    throw Damaged("cannot open " + where + ": a symbolic link is not followed");
+  }
   if (!S_ISREG(info.st_mode)) throw Damaged(where + " is not a regular file");
   Descriptor file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (file.get() < 0) {
@@ -301,8 +315,10 @@ void evict(const fs::path& root, int64_t bound, const fs::path& keep) {
   std::vector<Listed> live;
   const double time = now();
   for (const std::string_view kind : kKinds) {
-    std::error_code error;
-    for (const fs::directory_entry& item : fs::directory_iterator(root / kind, error)) {
+    std::error_code error;  // a kind without a directory, or one removed meanwhile: skipped
+    for (fs::directory_iterator it(root / kind, error), end; !error && it != end;
+         it.increment(error)) {
+      const fs::directory_entry& item = *it;
       const std::string name = item.path().filename().string();
       const bool temporary = name.starts_with(kTemporaryPrefix);
       if (!temporary && !name.ends_with(kSuffix)) continue;
@@ -422,10 +438,14 @@ void write(std::string_view kind, std::string_view key, json::Object header,
   const fs::path path = entry_path(*directory, kind, key);
   std::string temporary = (*directory / (std::string(kTemporaryPrefix) + "XXXXXX")).string();
   Descriptor file(::mkostemp(temporary.data(), O_CLOEXEC));
-  if (file.get() < 0) throw std::runtime_error("could not create a temporary entry: " + errno_text(errno));
+  if (file.get() < 0) {
+    throw std::runtime_error("could not create a temporary entry: " + errno_text(errno));
+  }
   try {
     write_all(file.get(), data);
-    if (file.close() != 0) throw std::runtime_error("could not write the entry: " + errno_text(errno));
+    if (file.close() != 0) {
+      throw std::runtime_error("could not write the entry: " + errno_text(errno));
+    }
     // Atomic: a concurrent writer of the same key wins or loses whole.
     if (::rename(temporary.c_str(), path.c_str()) != 0) {
       throw std::runtime_error("could not store the entry: " + errno_text(errno));

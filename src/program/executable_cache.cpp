@@ -192,7 +192,8 @@ std::shared_ptr<Executable> use(const disk_cache::Entry& entry, const ProgramFil
 
 }  // namespace
 
-std::optional<ExecutableKey> executable_key(const ProgramFile& file, const Runtime& runtime) noexcept {
+std::optional<ExecutableKey> executable_key(const ProgramFile& file,
+                                            const Runtime& runtime) noexcept {
   try {
     if (!disk_cache::configured_directory()) return std::nullopt;
     json::Object options;

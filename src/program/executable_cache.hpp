@@ -33,7 +33,8 @@ struct ExecutableKey {
 
 /// The key of `file` compiled by `runtime`, or nothing when the cache is off or cannot be
 /// used (its directory cannot be resolved, the plugin's library cannot be identified).
-std::optional<ExecutableKey> executable_key(const ProgramFile& file, const Runtime& runtime) noexcept;
+std::optional<ExecutableKey> executable_key(const ProgramFile& file,
+                                            const Runtime& runtime) noexcept;
 
 /// The cached executable of `file`, or null on a miss: no entry, or one that is
 /// damaged, foreign, unsafe, of another program, plugin or inputs, or that the plugin
