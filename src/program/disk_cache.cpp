@@ -37,15 +37,6 @@ constexpr int64_t kDefaultMaxBytes = int64_t{1} << 30;
 /// Every kind of entry (Python's KINDS): eviction weighs them all.
 constexpr std::array<std::string_view, 4> kKinds = {"executables", "programs", "probes",
                                                     "scans"};
-/// What Python's str.strip() removes from ASCII text.
-constexpr std::string_view kWhitespace = " \t\n\r\v\f\x1c\x1d\x1e\x1f";
-
-std::string_view strip(std::string_view text) noexcept {
-  const size_t first = text.find_first_not_of(kWhitespace);
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
-}
-
 std::string errno_text(int error) { return std::generic_category().message(error); }
 
 /// The home directory of `user` ("" for this one), as os.path.expanduser finds it.
@@ -356,6 +347,14 @@ void write_all(int fd, std::string_view data) {
 }  // namespace
 
 std::string_view cyxla_version() noexcept { return CYXLA_VERSION_TEXT; }
+
+std::string_view strip(std::string_view text) noexcept {
+  // What Python's str.strip() removes from ASCII text.
+  constexpr std::string_view kWhitespace = " \t\n\r\v\f\x1c\x1d\x1e\x1f";
+  const size_t first = text.find_first_not_of(kWhitespace);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
+}
 
 std::optional<fs::path> configured_directory() {
   const char* configured = std::getenv("CYXLA_CACHE_DIR");

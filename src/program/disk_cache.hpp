@@ -45,6 +45,10 @@ struct Entry {
 /// cyxla's version as entries record it: cyxla.__version__.
 std::string_view cyxla_version() noexcept;
 
+/// `text` without the whitespace around it, as Python's str.strip() of ASCII text (the
+/// store strips settings with it, the keys the CPU's feature flags).
+std::string_view strip(std::string_view text) noexcept;
+
 /// The cache directory (CYXLA_CACHE_DIR, else $XDG_CACHE_HOME/cyxla or ~/.cache/cyxla),
 /// or nothing when the cache is off (CYXLA_CACHE_DIR "" or "0"); Refused when it cannot
 /// be resolved (`~nosuchuser`).

@@ -13,7 +13,6 @@
 #include <utility>
 #include <variant>
 
-#include "common/error.hpp"
 #include "program/disk_cache.hpp"
 #include "program/sha256.hpp"
 #include "runtime/executable.hpp"
@@ -70,9 +69,6 @@ json::Value attribute(const pjrt::NamedValue::Value& value) {
       value);
 }
 
-/// What Python's str.strip() removes from ASCII text.
-constexpr std::string_view kWhitespace = " \t\n\r\v\f\x1c\x1d\x1e\x1f";
-
 /// keys.py's host_identity: the architecture and a digest of the CPU's feature flags,
 /// which a CPU executable may use.
 const json::Object& host_identity() {
@@ -83,12 +79,7 @@ const json::Object& host_identity() {
       if (!line.starts_with("flags") && !line.starts_with("Features")) continue;
       const size_t colon = line.find(':');
       if (colon == std::string::npos) break;
-      std::string_view text = std::string_view(line).substr(colon + 1);
-      const size_t first = text.find_first_not_of(kWhitespace);
-      text = first == std::string_view::npos
-                 ? std::string_view()
-                 : text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
-      features = text;
+      features = disk_cache::strip(std::string_view(line).substr(colon + 1));
       break;
     }
     utsname names{};
@@ -144,6 +135,7 @@ json::Array spec_records(const std::vector<TensorSpec>& specs) {
   return records;
 }
 
+/// The outputs a program writes in place, as entries record them: [index, ...].
 json::Array donated_record(const std::vector<size_t>& donated) {
   json::Array record;
   for (const size_t index : donated) record.emplace_back(static_cast<int64_t>(index));
@@ -182,7 +174,7 @@ std::shared_ptr<Executable> use(const disk_cache::Entry& entry, const ProgramFil
   if (source == nullptr || *source != json::Value(key.source)) return nullptr;
   const json::Value* inputs = field("inputs");
   if (inputs == nullptr || *inputs != json::Value(spec_records(file.inputs))) return nullptr;
-  const std::optional<std::vector<size_t>> donated = donated_outputs(field("donated"), file);
+  std::optional<std::vector<size_t>> donated = donated_outputs(field("donated"), file);
   if (!donated) return nullptr;
   std::shared_ptr<Executable> executable =
       runtime.deserialize(entry.payload, file.inputs, std::move(*donated));
