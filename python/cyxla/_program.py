@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import tempfile
@@ -208,12 +209,19 @@ def donated_outputs(program: Program) -> tuple[int, ...]:
     parameters after `program.inputs` that `lower` adds for large outputs, each donated
     to (aliasing) one output, so that the result is written into the caller's memory.
     Empty when there are none, or when this jaxlib cannot read the StableHLO."""
+    return _donated_outputs(bytes(program.stablehlo), len(program.inputs))
+
+
+# Reading the StableHLO takes an MLIR context (milliseconds); saving or pickling the same
+# program again asks again.
+@functools.lru_cache(maxsize=32)
+def _donated_outputs(stablehlo: bytes, inputs: int) -> tuple[int, ...]:
     with mlir.make_ir_context():
         try:
-            module = _jax.mlir.deserialize_portable_artifact(program.stablehlo)
+            module = _jax.mlir.deserialize_portable_artifact(stablehlo)
         except Exception:  # jaxlib raises its own error types for unreadable bytecode
             return ()
-        extra = _main_aliases(module)[len(program.inputs) :]
+        extra = _main_aliases(module)[inputs:]
     if any(alias is None for alias in extra):
         return ()  # not parameters `lower` added: input_mismatch reports them
     return tuple(int(alias) for alias in extra if alias is not None)
