@@ -233,6 +233,28 @@ def test_the_native_key_is_pythons_on_a_runtime_that_c_opened(
     assert child["key"] == list(python_key(program))
 
 
+def test_client_options_of_every_type_give_pythons_key(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+    control: ctypes.CDLL,
+    program: cx.Program,
+    tmp_path: Path,
+    cache: Path,
+) -> None:
+    # 0.1 and 1e-7 are no float32: the key holds the double given, as Python's does.
+    options = {"s": "text é 😀", "i": -4, "l": [5, 6], "f": 0.1, "g": 1e-7, "b": True}
+    plugin = scripted[0]
+    client = _core.Runtime.create(plugin, options)
+    loaded = _backend.LoadedPlugin("fake", plugin.path, options, plugin, client)
+    source = keys.executable_source(
+        program, compile_options(), keys.library_identity(loaded), options, cx.__version__
+    )
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    text, key = _core._executable_cache_key(str(path), client)
+    assert text == json.dumps(source, sort_keys=True, separators=(",", ":"))
+    assert key == keys.key_of(source)
+
+
 def test_the_cache_off_gives_no_key(
     program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
