@@ -252,30 +252,104 @@ size_t check_threads(uint64_t handle, const ReadOnlyArray& table_in, const ReadO
   return wrong.load();
 }
 
-/// The floor: `calls` executions written directly against the PJRT C API, doing the same
-/// host-in/host-out work as cyxla's execute on the CPU (alias the inputs, run, read the
-/// outputs in place), with no checks. Pointers come from Executable._pjrt_pointers().
+/// The steps of a hand-written PJRT loop, with no checks: the floor cyxla is measured
+/// against. The pointers are trusted: they come from Executable._pjrt_pointers().
+class RawPjrt {
+ public:
+  RawPjrt(uintptr_t api, uintptr_t client, uintptr_t device, uintptr_t executable,
+          const std::vector<ReadOnlyArray>& in, const std::vector<int>& types)
+      : api_(reinterpret_cast<const PJRT_Api*>(api)),
+        client_(reinterpret_cast<PJRT_Client*>(client)),
+        device_(reinterpret_cast<PJRT_Device*>(device)),
+        executable_(reinterpret_cast<PJRT_LoadedExecutable*>(executable)) {
+    require(types.size() == in.size(), "types",
+            "one element type per input, given " + std::to_string(types.size()) + " for " +
+                std::to_string(in.size()) + " inputs");
+    for (const ReadOnlyArray& a : in) dims_.emplace_back(a.shape_ptr(), a.shape_ptr() + a.ndim());
+  }
+
+  /// A buffer over input `i`'s memory (aliased, as cyxla does on the CPU).
+  PJRT_Buffer* wrap(const std::vector<ReadOnlyArray>& in, const std::vector<int>& types,
+                    size_t i) const {
+    PJRT_Client_BufferFromHostBuffer_Args b{};
+    b.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
+    b.client = client_;
+    b.data = in[i].data();
+    b.type = static_cast<PJRT_Buffer_Type>(types[i]);
+    b.dims = dims_[i].data();
+    b.num_dims = dims_[i].size();
+    b.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
+    b.device = device_;
+    api_->PJRT_Client_BufferFromHostBuffer(&b);
+    if (b.done_with_host_buffer != nullptr) destroy(b.done_with_host_buffer);
+    return b.buffer;
+  }
+
+  /// Starts the program on `args`, its results into `results`; returns its done event.
+  PJRT_Event* execute(const std::vector<PJRT_Buffer*>& args,
+                      std::vector<PJRT_Buffer*>& results) const {
+    PJRT_ExecuteOptions options{};
+    options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+    PJRT_Buffer* const* argument_list = args.data();
+    PJRT_Buffer** output_list = results.data();
+    PJRT_Event* done = nullptr;
+    PJRT_LoadedExecutable_Execute_Args e{};
+    e.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
+    e.executable = executable_;
+    e.options = &options;
+    e.argument_lists = &argument_list;
+    e.num_devices = 1;
+    e.num_args = args.size();
+    e.output_lists = &output_list;
+    e.device_complete_events = &done;
+    api_->PJRT_LoadedExecutable_Execute(&e);
+    return done;
+  }
+
+  void await(PJRT_Event* done) const {
+    if (done == nullptr) return;
+    PJRT_Event_Await_Args a{PJRT_Event_Await_Args_STRUCT_SIZE, nullptr, done};
+    api_->PJRT_Event_Await(&a);
+    destroy(done);
+  }
+
+  /// Copies a result, read in place in host memory, to `out`.
+  void read(PJRT_Buffer* result, const HostArray& out) const {
+    PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{
+        PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, nullptr, result, nullptr};
+    api_->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&p);
+    std::memcpy(out.data(), p.device_memory_ptr, out.nbytes());
+  }
+
+  void destroy(PJRT_Buffer* buffer) const {
+    PJRT_Buffer_Destroy_Args d{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, buffer};
+    api_->PJRT_Buffer_Destroy(&d);
+  }
+
+ private:
+  void destroy(PJRT_Event* event) const {
+    PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr, event};
+    api_->PJRT_Event_Destroy(&d);
+  }
+
+  const PJRT_Api* api_;
+  PJRT_Client* client_;
+  PJRT_Device* device_;
+  PJRT_LoadedExecutable* executable_;
+  std::vector<std::vector<int64_t>> dims_;
+};
+
+/// The floor: `calls` executions doing the same host-in/host-out work as cyxla's execute
+/// on the CPU (alias the inputs, run, read the outputs in place).
 ///
 /// With `phases`, the loop also reads the clock between the steps and returns, instead of
 /// the total, the seconds spent in each: [host buffers in, execute, await, outputs out,
 /// destroy buffers].
-std::vector<double> raw_pjrt_run(uintptr_t api_address, uintptr_t client_address,
-                                 uintptr_t device_address, uintptr_t executable_address,
-                                 const std::vector<ReadOnlyArray>& in,
+std::vector<double> raw_pjrt_run(uintptr_t api, uintptr_t client, uintptr_t device,
+                                 uintptr_t executable, const std::vector<ReadOnlyArray>& in,
                                  const std::vector<int>& types, const std::vector<HostArray>& out,
                                  size_t calls, bool phases) {
-  // The pointers and the outputs' count are trusted: they come from _pjrt_pointers().
-  require(types.size() == in.size(), "types",
-          "one element type per input, given " + std::to_string(types.size()) + " for " +
-              std::to_string(in.size()) + " inputs");
-  const auto* api = reinterpret_cast<const PJRT_Api*>(api_address);
-  auto* client = reinterpret_cast<PJRT_Client*>(client_address);
-  auto* device = reinterpret_cast<PJRT_Device*>(device_address);
-  auto* executable = reinterpret_cast<PJRT_LoadedExecutable*>(executable_address);
-  std::vector<std::vector<int64_t>> dims;
-  for (const ReadOnlyArray& a : in) {
-    dims.emplace_back(a.shape_ptr(), a.shape_ptr() + a.ndim());
-  }
+  const RawPjrt pjrt(api, client, device, executable, in, types);
   std::vector<PJRT_Buffer*> args(in.size()), results(out.size());
   std::vector<double> spent(5, 0.0);
   nb::gil_scoped_release release;
@@ -288,64 +362,16 @@ std::vector<double> raw_pjrt_run(uintptr_t api_address, uintptr_t client_address
   };
   auto one_call = [&] {
     if (phases) mark = Clock::now();
-    for (size_t i = 0; i < in.size(); ++i) {
-      PJRT_Client_BufferFromHostBuffer_Args b{};
-      b.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
-      b.client = client;
-      b.data = in[i].data();
-      b.type = static_cast<PJRT_Buffer_Type>(types[i]);
-      b.dims = dims[i].data();
-      b.num_dims = dims[i].size();
-      b.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
-      b.device = device;
-      api->PJRT_Client_BufferFromHostBuffer(&b);
-      if (b.done_with_host_buffer != nullptr) {
-        PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr,
-                                  b.done_with_host_buffer};
-        api->PJRT_Event_Destroy(&d);
-      }
-      args[i] = b.buffer;
-    }
-    PJRT_ExecuteOptions options{};
-    options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
-    PJRT_Buffer* const* argument_list = args.data();
-    PJRT_Buffer** output_list = results.data();
-    PJRT_Event* done = nullptr;
-    PJRT_LoadedExecutable_Execute_Args e{};
-    e.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
-    e.executable = executable;
-    e.options = &options;
-    e.argument_lists = &argument_list;
-    e.num_devices = 1;
-    e.num_args = args.size();
-    e.output_lists = &output_list;
-    e.device_complete_events = &done;
+    for (size_t i = 0; i < in.size(); ++i) args[i] = pjrt.wrap(in, types, i);
     lap(0);
-    api->PJRT_LoadedExecutable_Execute(&e);
+    PJRT_Event* done = pjrt.execute(args, results);
     lap(1);
-    if (done != nullptr) {
-      PJRT_Event_Await_Args a{PJRT_Event_Await_Args_STRUCT_SIZE, nullptr, done};
-      api->PJRT_Event_Await(&a);
-      PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr, done};
-      api->PJRT_Event_Destroy(&d);
-    }
+    pjrt.await(done);
     lap(2);
-    for (size_t j = 0; j < results.size(); ++j) {
-      PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{
-          PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, nullptr, results[j],
-          nullptr};
-      api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&p);
-      std::memcpy(out[j].data(), p.device_memory_ptr, out[j].nbytes());
-    }
+    for (size_t j = 0; j < results.size(); ++j) pjrt.read(results[j], out[j]);
     lap(3);
-    for (PJRT_Buffer* b : results) {
-      PJRT_Buffer_Destroy_Args d{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, b};
-      api->PJRT_Buffer_Destroy(&d);
-    }
-    for (PJRT_Buffer* b : args) {
-      PJRT_Buffer_Destroy_Args d{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, b};
-      api->PJRT_Buffer_Destroy(&d);
-    }
+    for (PJRT_Buffer* b : results) pjrt.destroy(b);
+    for (PJRT_Buffer* b : args) pjrt.destroy(b);
     lap(4);
   };
   one_call();  // warm
@@ -385,81 +411,28 @@ double bound_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
   return seconds_since(start);
 }
 
-/// The floor of a bound call: `calls` executions against the PJRT C API with the input
-/// buffers made once, before the loop (execute, await, read the outputs in place, destroy
-/// them), with no checks. Pointers as raw_pjrt_loop's.
-double raw_pjrt_resident_loop(uintptr_t api_address, uintptr_t client_address,
-                              uintptr_t device_address, uintptr_t executable_address,
-                              const std::vector<ReadOnlyArray>& in, const std::vector<int>& types,
-                              const std::vector<HostArray>& out, size_t calls) {
-  require(types.size() == in.size(), "types",
-          "one element type per input, given " + std::to_string(types.size()) + " for " +
-              std::to_string(in.size()) + " inputs");
-  const auto* api = reinterpret_cast<const PJRT_Api*>(api_address);
-  auto* client = reinterpret_cast<PJRT_Client*>(client_address);
-  auto* device = reinterpret_cast<PJRT_Device*>(device_address);
-  auto* executable = reinterpret_cast<PJRT_LoadedExecutable*>(executable_address);
+/// The floor of a bound call: `calls` executions with the input buffers made once,
+/// before the loop (execute, await, read the outputs in place, destroy them).
+double raw_pjrt_resident_loop(uintptr_t api, uintptr_t client, uintptr_t device,
+                              uintptr_t executable, const std::vector<ReadOnlyArray>& in,
+                              const std::vector<int>& types, const std::vector<HostArray>& out,
+                              size_t calls) {
+  const RawPjrt pjrt(api, client, device, executable, in, types);
   std::vector<PJRT_Buffer*> args(in.size()), results(out.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    const std::vector<int64_t> dims(in[i].shape_ptr(), in[i].shape_ptr() + in[i].ndim());
-    PJRT_Client_BufferFromHostBuffer_Args b{};
-    b.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
-    b.client = client;
-    b.data = in[i].data();
-    b.type = static_cast<PJRT_Buffer_Type>(types[i]);
-    b.dims = dims.data();
-    b.num_dims = dims.size();
-    b.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
-    b.device = device;
-    api->PJRT_Client_BufferFromHostBuffer(&b);
-    if (b.done_with_host_buffer != nullptr) {
-      PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr,
-                                b.done_with_host_buffer};
-      api->PJRT_Event_Destroy(&d);
-    }
-    args[i] = b.buffer;
-  }
+  for (size_t i = 0; i < in.size(); ++i) args[i] = pjrt.wrap(in, types, i);
   nb::gil_scoped_release release;
   auto one_call = [&] {
-    PJRT_ExecuteOptions options{};
-    options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
-    PJRT_Buffer* const* argument_list = args.data();
-    PJRT_Buffer** output_list = results.data();
-    PJRT_Event* done = nullptr;
-    PJRT_LoadedExecutable_Execute_Args e{};
-    e.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE;
-    e.executable = executable;
-    e.options = &options;
-    e.argument_lists = &argument_list;
-    e.num_devices = 1;
-    e.num_args = args.size();
-    e.output_lists = &output_list;
-    e.device_complete_events = &done;
-    api->PJRT_LoadedExecutable_Execute(&e);
-    if (done != nullptr) {
-      PJRT_Event_Await_Args a{PJRT_Event_Await_Args_STRUCT_SIZE, nullptr, done};
-      api->PJRT_Event_Await(&a);
-      PJRT_Event_Destroy_Args d{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr, done};
-      api->PJRT_Event_Destroy(&d);
-    }
+    pjrt.await(pjrt.execute(args, results));
     for (size_t j = 0; j < results.size(); ++j) {
-      PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args p{
-          PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, nullptr, results[j],
-          nullptr};
-      api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&p);
-      std::memcpy(out[j].data(), p.device_memory_ptr, out[j].nbytes());
-      PJRT_Buffer_Destroy_Args d{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, results[j]};
-      api->PJRT_Buffer_Destroy(&d);
+      pjrt.read(results[j], out[j]);
+      pjrt.destroy(results[j]);
     }
   };
   one_call();  // warm
   const auto start = Clock::now();
   for (size_t n = 0; n < calls; ++n) one_call();
   const double seconds = seconds_since(start);
-  for (PJRT_Buffer* b : args) {
-    PJRT_Buffer_Destroy_Args d{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, b};
-    api->PJRT_Buffer_Destroy(&d);
-  }
+  for (PJRT_Buffer* b : args) pjrt.destroy(b);
   return seconds;
 }
 
