@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -27,7 +28,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _backend, _core
+from cyxla import _backend, _core, _plugins
 from cyxla._cache import keys, store
 from cyxla._compile_options import compile_options
 from cyxla._program import donated_outputs
@@ -35,7 +36,6 @@ from cyxla._program import donated_outputs
 from support import (
     OK,
     OPTION_BOOL,
-    OPTION_INT64,
     Api,
     ClientOption,
     Error,
@@ -67,19 +67,15 @@ def mlp_program(rows: int = 4) -> cx.Program:
     return cx.lower(mlp, [jax.ShapeDtypeStruct((rows, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
 
 
-def cpu_client_options() -> Any:
-    """The CPU plugin's client options that Python uses by default (its plugin entry's
-    CREATE_OPTIONS), as a C caller passes them: the same options give the same key."""
-    return (ClientOption * 2)(
-        ClientOption(b"cpu_device_count", OPTION_INT64, None, 1, 0.0),
-        ClientOption(b"asynchronous", OPTION_BOOL, None, 0, 0.0),
+def open_native_runtime(api: Api, *options: ClientOption) -> None:
+    """Opens the runtime as a C program does (in a process without Python's runtime),
+    naming `options`; cyxla's defaults for the platform give the others."""
+    given = RuntimeOptions(
+        ctypes.sizeof(RuntimeOptions),
+        plugin_library().encode(),
+        (ClientOption * len(options))(*options),
+        len(options),
     )
-
-
-def open_native_runtime(api: Api) -> None:
-    """Opens the runtime as a C program does (in a process without Python's runtime)."""
-    options = cpu_client_options()
-    given = RuntimeOptions(ctypes.sizeof(RuntimeOptions), plugin_library().encode(), options, 2)
     error = Error()
     assert api.open_runtime(ctypes.byref(given), ctypes.byref(error)) == OK, error.message
 
@@ -120,21 +116,24 @@ sys.path.insert(0, {tests!r})
 from pathlib import Path
 import cyxla as cx
 from cyxla import _core
-from support import Api
+from support import Api, ClientOption
 from test_cache_interop import inputs, load_and_run, open_native_runtime
 library = ctypes.CDLL(cx.get_library())
 library.cyxla_get_api.restype = ctypes.POINTER(Api)
 api = library.cyxla_get_api().contents
-open_native_runtime(api)
+open_native_runtime(api, *(ClientOption(n, t, None, i, 0.0) for n, t, i in {options!r}))
 path = Path({path!r})
 (out,) = load_and_run(api, path, inputs())
 print(json.dumps({{"out": out.tolist(), "key": _core._executable_cache_key(str(path))}}))
 """
 
 
-def native_child(path: Path, cache: Path) -> dict[str, Any]:
+def native_child(path: Path, cache: Path, *options: ClientOption) -> dict[str, Any]:
+    """What `_NATIVE_CHILD` prints; `options` (int and bool ones) are the client options
+    it names."""
+    named = [(o.name, o.type, o.int64_value) for o in options]
     result = run_python(
-        _NATIVE_CHILD.format(tests=str(TESTS), path=str(path)),
+        _NATIVE_CHILD.format(tests=str(TESTS), path=str(path), options=named),
         env={"CYXLA_CACHE_DIR": str(cache)},
     )
     assert result.returncode == 0, result.stderr
@@ -231,6 +230,32 @@ def test_the_native_key_is_pythons_on_a_runtime_that_c_opened(
     program.save(path)
     child = native_child(path, cache)
     assert child["key"] == list(python_key(program))
+
+
+@pytest.mark.parametrize("entry", ["cpu", "cuda12", "cuda13", "rocm7", "tpu"])
+def test_a_runtime_c_opens_has_the_client_options_of_pythons_plugin_entry(entry: str) -> None:
+    module = importlib.import_module(f"cyxla.plugins.{entry}")
+    platform = _plugins.normalize_platform(module.PLATFORM)
+    assert _core._with_default_options(platform, {}) == module.CREATE_OPTIONS
+    # An option the caller names replaces its default; the others stay.
+    named = {name: "given" for name in module.CREATE_OPTIONS} | {"other": 3}
+    assert _core._with_default_options(platform, named) == named
+
+
+def test_an_option_c_names_replaces_the_default_and_gives_another_key(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    asynchronous = ClientOption(b"asynchronous", OPTION_BOOL, None, 1, 0.0)
+    child = native_child(path, cache, asynchronous)
+    np.testing.assert_allclose(child["out"], expected().ravel(), rtol=1e-6)
+    source = json.loads(child["key"][0])
+    assert source["client_options"] == {
+        "asynchronous": ["bool", True],
+        "cpu_device_count": ["int", "1"],
+    }
+    assert child["key"] != list(python_key(program))
 
 
 def test_client_options_of_every_type_give_pythons_key(

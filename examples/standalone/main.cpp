@@ -85,13 +85,9 @@ int main(int argc, char** argv) try {
   const unsigned threads = argc > 2 && !bench ? std::stoul(argv[2]) : 4;
   const unsigned rounds = argc > 3 ? std::stoul(argv[3]) : 3;  // or, with --bench, calls
 
-  // The plugin of $CYXLA_PJRT_PLUGIN, with the client options cyxla's Python side gives the
-  // CPU plugin: one device, and each run in the calling thread (the pool's threads).
-  const cyxla_ClientOption options[] = {
-      {"cpu_device_count", CYXLA_OPTION_INT64, nullptr, 1, 0.0},
-      {"asynchronous", CYXLA_OPTION_BOOL, nullptr, 0, 0.0},
-  };
-  cyxla::native::Runtime runtime(nullptr, options);
+  // The plugin of $CYXLA_PJRT_PLUGIN, with cyxla's default client options for the CPU:
+  // one device, and each run in the calling thread (the pool's threads).
+  cyxla::native::Runtime runtime;
   const auto program = cyxla::native::Program::load(directory + "/mlp.cyxla");
   const std::vector<float> inputs = read_floats(directory + "/inputs.f32");
   const std::vector<float> expected = read_floats(directory + "/expected.f32");

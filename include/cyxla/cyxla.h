@@ -229,8 +229,10 @@ typedef struct cyxla_Api {
 
   /* Version 2: a process without Python. */
   /* Opens the process's runtime: loads the plugin at options->plugin_path (NULL or no
-   * options: $CYXLA_PJRT_PLUGIN) and creates its client with the client options. A
-   * process has one runtime: when one is open already (Python's, or an earlier call's),
+   * options: $CYXLA_PJRT_PLUGIN) and creates its client with the client options over
+   * cyxla's defaults for its platform, which Python uses too (CPU: cpu_device_count 1,
+   * asynchronous 0; CUDA and ROCm: preallocate 0); an option named replaces the
+   * default. A process has one runtime: when one is open already (Python's, or an earlier call's),
    * it is shared, and a plugin_path naming another plugin is refused. Each successful
    * call is matched by one cyxla_close_runtime. */
   cyxla_Status (*open_runtime)(const cyxla_RuntimeOptions* options, cyxla_Error* error);

@@ -20,6 +20,7 @@
 #include "pjrt/ffi.hpp"
 #include "program/executable_cache.hpp"
 #include "program/program_file.hpp"
+#include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
 
@@ -113,7 +114,15 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
                 "no PJRT plugin: set options->plugin_path or CYXLA_PJRT_PLUGIN to the plugin's "
                 "library (`python -m cyxla plugins` lists the installed ones)");
   }
-  std::shared_ptr<Runtime> created = Runtime::create(pjrt::Plugin::load(path), values);
+  const auto plugin = pjrt::Plugin::load(path);
+  // The platform is known once there is a client: the first gets the caller's options
+  // alone and decides which defaults apply (as Python's initialize does for a path).
+  std::shared_ptr<Runtime> created = Runtime::create(plugin, values);
+  const std::vector<pjrt::NamedValue> merged = with_default_options(created->platform(), values);
+  if (merged.size() != values.size()) {
+    created.reset();  // one client at a time: the first is destroyed before the second
+    created = Runtime::create(plugin, merged);
+  }
   Runtime::make_current(created);
   return created;
 }

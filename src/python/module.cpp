@@ -19,8 +19,9 @@
 #include "program/sha256.hpp"
 #include "python/batch_buffers.hpp"
 #include "python/host_buffers.hpp"
-#include "runtime/batched_executable.hpp"
 #include "python/output_memory.hpp"
+#include "runtime/batched_executable.hpp"
+#include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/runtime.hpp"
 
@@ -177,6 +178,19 @@ NB_MODULE(_core, m) {
         return nb::make_tuple(program::json::dump(key->source), key->key);
       },
       "path"_a, "runtime"_a.none() = nb::none());
+  // A test hook (tests/test_cache_interop.py compares it with the plugin entries'
+  // CREATE_OPTIONS): the client options that cyxla_open_runtime gives the plugin of
+  // `platform` when the caller names `options`.
+  m.def(
+      "_with_default_options",
+      [](const std::string& platform, const nb::dict& options) {  // GCOVR_EXCL_LINE
+        nb::dict out;
+        for (const pjrt::NamedValue& o : with_default_options(platform, to_named_values(options))) {
+          out[o.name.c_str()] = std::visit([](const auto& v) { return nb::cast(v); }, o.value);
+        }
+        return out;
+      },
+      "platform"_a, "options"_a);
   // Test hooks of the cache's SHA-256 and JSON, checked against hashlib and json.
   m.def("_sha256_hex", [](nb::bytes data) {
     return program::sha256_hex(std::string_view(data.c_str(), data.size()));
