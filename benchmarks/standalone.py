@@ -8,7 +8,7 @@ Prints, with medians over rounds and their spread (min to max):
      a Python process (cyxla._benchmark.execute_loop on the executable compile_program
      made); rounds alternate between the two, so both see the same machine load;
   2. process start to first result with a warm disk cache: the application (open the
-     plugin, load the file from the native cache, run) against a Python process that
+     plugin, load the file from the disk cache, run) against a Python process that
      imports cyxla, lowers the function, compiles it (a hit in Python's cache) and runs it;
   3. peak resident set: the application against a bare PJRT process that compiles and runs
      the same StableHLO (benchmarks/bare_pjrt.c), both compiling, and the application
@@ -139,7 +139,7 @@ def main() -> int:
     )
     application = str(work / "build" / "standalone")
     env = {**os.environ, "CYXLA_PJRT_PLUGIN": plugin, "CYXLA_CACHE_DIR": str(work / "cache")}
-    launch([application, str(data), "0", "0"], env)  # warms the native cache
+    launch([application, str(data), "0", "0"], env)  # warms the disk cache
 
     # 1. Per call, interleaved.
     executable, _ = cx.compile_program(program)
@@ -174,7 +174,7 @@ def main() -> int:
         python_ms.append((field(out, "first_result_unix_ns") - started) / 1e6)
         hits.append("cache_hit True" in out)
     print(f"process start to first result ({args.starts} starts each, interleaved), ms:")
-    print(f"  standalone, native cache warm   {summary(native_ms)}")
+    print(f"  standalone, disk cache warm     {summary(native_ms)}")
     print(f"  Python import+lower+compile     {summary(python_ms)}  (cache hits: {sum(hits)})")
     speedup = statistics.median(python_ms) / statistics.median(native_ms)
     print(f"  ratio Python / standalone       {speedup:.2f}")
