@@ -4,7 +4,6 @@
 #include "abi/standalone.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -31,26 +30,6 @@ namespace {
 std::mutex open_mutex;
 std::shared_ptr<Runtime> held;  // guarded by open_mutex
 size_t opens = 0;               // guarded by open_mutex
-
-/// Custom calls that XLA expands itself: no handler needed (the same list as Python's
-/// cyxla._ffi.checks.XLA_BUILTIN_TARGETS).
-constexpr std::array<std::string_view, 15> kBuiltinTargets = {
-    "AllocateBuffer",
-    "ApproxTopK",
-    "Eigh",
-    "LuDecomposition",
-    "ProductOfElementaryHouseholderReflectors",
-    "Qr",
-    "SPMDFullToShardShape",
-    "SPMDShardToFullShape",
-    "Sharding",
-    "annotate_device_placement",
-    "shape_assertion",
-    "stablehlo.dynamic_approx_top_k",
-    "stablehlo.dynamic_reduce_window",
-    "stablehlo.dynamic_rng_bit_generator",
-    "stablehlo.dynamic_top_k",
-};
 
 std::vector<pjrt::NamedValue> client_options(const cyxla_RuntimeOptions& options) {
   if (options.num_client_options != 0 && options.client_options == nullptr) {
@@ -131,7 +110,9 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
 void check_custom_calls(const program::ProgramFile& file, const Runtime& runtime,
                         const std::string& path) {
   for (const std::string& target : file.custom_calls) {
-    if (std::ranges::find(kBuiltinTargets, target) != kBuiltinTargets.end()) continue;
+    if (std::ranges::find(pjrt::kXlaBuiltinTargets, target) != pjrt::kXlaBuiltinTargets.end()) {
+      continue;
+    }
     if (pjrt::has_ffi_handler(runtime.plugin(), target)) continue;
     const bool lapack = target.starts_with("lapack_");
     throw Error(ErrorKind::InvalidArgument,

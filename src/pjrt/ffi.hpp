@@ -2,6 +2,7 @@
 // FFI extension, and the XLA FFI API versions on both sides of a registration.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -40,6 +41,27 @@ std::optional<FfiVersion> ffi_version(const Plugin& plugin);
 FfiRegistration register_ffi_handler(const Plugin& plugin, std::string_view name,
                                      const void* handler, std::string_view platform,
                                      uint32_t traits);
+
+/// Custom-call targets that XLA expands itself, whatever their api_version: a program
+/// may call them with no handler registered. (Python reads this list through
+/// cyxla._core.XLA_BUILTIN_TARGETS.)
+inline constexpr std::array<std::string_view, 15> kXlaBuiltinTargets = {
+    "AllocateBuffer",
+    "ApproxTopK",
+    "Eigh",
+    "LuDecomposition",
+    "ProductOfElementaryHouseholderReflectors",
+    "Qr",
+    "SPMDFullToShardShape",
+    "SPMDShardToFullShape",
+    "Sharding",
+    "annotate_device_placement",
+    "shape_assertion",
+    "stablehlo.dynamic_approx_top_k",
+    "stablehlo.dynamic_reduce_window",
+    "stablehlo.dynamic_rng_bit_generator",
+    "stablehlo.dynamic_top_k",
+};
 
 /// Whether a handler was registered as target `name` with `plugin` in this process (by
 /// Python's registry or from C). XLA may still have dropped it (see above).

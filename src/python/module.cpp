@@ -156,6 +156,11 @@ NB_MODULE(_core, m) {
       "plugin"_a, "name"_a, "handler"_a, "platform"_a, "traits"_a = 0,
       "Registers the XLA_FFI_Handler* `handler` as target `name` of XLA platform `platform`; "
       "returns the XLA FFI versions (handler, plugin).");
+  nb::list builtin_targets;
+  for (const std::string_view target : pjrt::kXlaBuiltinTargets) {
+    builtin_targets.append(nb::str(target.data(), target.size()));
+  }
+  m.attr("XLA_BUILTIN_TARGETS") = nb::tuple(builtin_targets);
   // A test hook (the custom-call tests check the probe with it); the underscore keeps it
   // out of the generated stubs.
   m.def(

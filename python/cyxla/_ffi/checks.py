@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from cyxla import _core
 from cyxla._errors import CompileError, UnsupportedProgramError
 from cyxla._ffi import registry
 from cyxla._ffi.plugin import MISSING_FFI
@@ -25,26 +26,9 @@ __all__ = [
     "trusted_targets",
 ]
 
-#: Custom calls that XLA expands itself, whatever their api_version.
-XLA_BUILTIN_TARGETS = frozenset(
-    {
-        "AllocateBuffer",
-        "ApproxTopK",
-        "Eigh",
-        "LuDecomposition",
-        "ProductOfElementaryHouseholderReflectors",
-        "Qr",
-        "SPMDFullToShardShape",
-        "SPMDShardToFullShape",
-        "Sharding",
-        "annotate_device_placement",
-        "shape_assertion",
-        "stablehlo.dynamic_approx_top_k",
-        "stablehlo.dynamic_reduce_window",
-        "stablehlo.dynamic_rng_bit_generator",
-        "stablehlo.dynamic_top_k",
-    }
-)
+#: Custom calls that XLA expands itself, whatever their api_version (the core's list,
+#: which the native loader checks too).
+XLA_BUILTIN_TARGETS = frozenset(_core.XLA_BUILTIN_TARGETS)
 
 #: The JAX primitives of Python host callbacks, and the API a user wrote.
 _CALLBACK_PRIMITIVES = {
