@@ -542,6 +542,18 @@ def test_a_symlinked_kind_directory_turns_the_cache_off(
 # ------------------------------------------------------------------ the size bound
 
 
+def measured_entry(program: cx.Program, tmp_path: Path, cache: Path) -> tuple[Path, Path, int]:
+    """`program` saved to a file, the entry the native loader makes of it and that entry's
+    size, the entry removed again."""
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    native_load(path)
+    entry = entry_file(cache, _core._executable_cache_key(str(path))[1])
+    size = entry.stat().st_size
+    entry.unlink()
+    return path, entry, size
+
+
 @pytest.mark.parametrize("bound", ["1K", "1k", " 2K ", "0", "1_0M", "64M", "bogus", "-5", "1.5M"])
 def test_the_size_bound_is_read_as_python_reads_it(
     bound: str,
@@ -550,12 +562,7 @@ def test_the_size_bound_is_read_as_python_reads_it(
     cache: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    native_load(path)
-    entry = entry_file(cache, _core._executable_cache_key(str(path))[1])
-    size = entry.stat().st_size
-    entry.unlink()
+    path, entry, size = measured_entry(program, tmp_path, cache)
 
     monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, bound)
     native_load(path)
@@ -573,12 +580,7 @@ def test_eviction_removes_the_least_recently_used_entries_of_every_kind(
     cache: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    native_load(path)
-    entry = entry_file(cache, _core._executable_cache_key(str(path))[1])
-    size = entry.stat().st_size
-    entry.unlink()
+    path, entry, size = measured_entry(program, tmp_path, cache)
 
     now = time.time()
 
