@@ -20,10 +20,12 @@ import numpy as np
 import pytest
 
 import cyxla as cx
+from cyxla import _core
 
 from support import (
     INVALID_ARGUMENT,
     OK,
+    PJRT,
     RELEASED,
     SPEC_SIZE_V1,
     TYPE_MISMATCH,
@@ -31,6 +33,8 @@ from support import (
     Input,
     ProgramSpec,
     compile_c,
+    runtime,
+    set_outputs,
     table,
 )
 
@@ -153,6 +157,26 @@ def test_compile_batched_refuses_programs_that_are_not_one_function_batched() ->
         cx.compile_batched(cx.BatchedProgram((2,), (constant,)))
 
 
+@pytest.mark.parametrize(
+    ("sizes", "count", "message"),
+    [
+        ((), 0, "one executable per batch size, given 0 executables and 0 sizes"),
+        ((2, 8), 1, "one executable per batch size, given 1 executables and 2 sizes"),
+        ((2, 2), 2, "distinct and at least 1, given 2 twice"),
+        ((0,), 1, "distinct and at least 1, given 0$"),
+    ],
+)
+def test_the_core_refuses_sizes_that_do_not_pair_or_repeat(
+    sizes: tuple[int, ...], count: int, message: str
+) -> None:
+    """BatchedProgram refuses these first; the core's constructor behind it refuses them
+    itself instead of indexing past its executables."""
+    program = cx.lower_batched(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)], (2,))
+    native = cx.compile_program(program.programs[0])[0]._native
+    with pytest.raises(cx.InvalidArgumentError, match=message):
+        _core.BatchedExecutable.create([native] * count, list(sizes))
+
+
 def test_compile_batched_uses_the_disk_cache() -> None:
     program = cx.lower_batched(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)], (2, 8))
     first = cx.compile_batched(program)[1]
@@ -182,6 +206,19 @@ def test_run_with_two_inputs_and_outputs(batched_mixed: cx.BatchedExecutable, n:
     np.testing.assert_allclose(y, expected_y, rtol=2e-6, atol=1e-6)
     np.testing.assert_array_equal(positive, expected_positive)
     assert positive.dtype == np.bool_ and positive.shape == (n,)
+
+
+def test_run_with_more_arrays_than_the_core_keeps_inline() -> None:
+    """17 inputs: past the 16 argument slots the core holds inline, its buffer views and
+    pointers live on the heap."""
+
+    def weighted(*xs: jax.Array) -> jax.Array:
+        return sum(float(k + 1) * jnp.cos(x) for k, x in enumerate(xs))
+
+    program = cx.lower_batched(weighted, [jax.ShapeDtypeStruct((2,), jnp.float32)] * 17, (4,))
+    arrays = [points(6, (2,), seed=k) for k in range(17)]
+    (y,) = cx.compile_batched(program)[0].run(arrays)
+    np.testing.assert_allclose(y, pointwise(weighted, *arrays)[0], rtol=1e-6, atol=1e-5)
 
 
 def test_run_casts_and_reads_strided_inputs(batched: cx.BatchedExecutable) -> None:
@@ -240,17 +277,23 @@ def get_spec(handle: int, struct_size: int = ctypes.sizeof(ProgramSpec)) -> Prog
 
 
 def execute_batch(
-    spec: ProgramSpec | None, n: int, inputs: list[Input], outputs: list[int | None]
+    spec: ProgramSpec | None,
+    n: int,
+    inputs: list[Input],
+    outputs: list[int | None],
+    null: str = "",
 ) -> Error:
+    """cyxla_execute_batch; `null` ("inputs" or "outputs") passes that array as NULL
+    (its count stays len(inputs) or len(outputs))."""
     error = Error()
     in_array = (Input * max(1, len(inputs)))(*inputs)
     out_array = (ctypes.c_void_p * max(1, len(outputs)))(*outputs)
     status = table().execute_batch(
         ctypes.byref(spec) if spec is not None else None,
         n,
-        in_array,
+        None if null == "inputs" else in_array,
         len(inputs),
-        out_array,
+        None if null == "outputs" else out_array,
         len(outputs),
         ctypes.byref(error),
     )
@@ -337,6 +380,8 @@ def test_execute_batch_of_zero_points_takes_null_pointers(batched: cx.BatchedExe
         ("null data", INVALID_ARGUMENT, b"input 0 has NULL data"),
         ("null output", INVALID_ARGUMENT, b"output 0 is NULL"),
         ("short struct", INVALID_ARGUMENT, b"spec->struct_size is 16"),
+        ("null inputs", INVALID_ARGUMENT, b"execute_batch: inputs or outputs is NULL"),
+        ("null outputs", INVALID_ARGUMENT, b"execute_batch: inputs or outputs is NULL"),
     ],
 )
 def test_execute_batch_refuses_bad_arguments(
@@ -363,13 +408,60 @@ def test_execute_batch_refuses_bad_arguments(
     if case == "short struct":
         spec.struct_size = 16
     try:
-        error = execute_batch(None if case == "null spec" else spec, n, inputs, outputs)
+        null = case.removeprefix("null ") if case in ("null inputs", "null outputs") else ""
+        error = execute_batch(None if case == "null spec" else spec, n, inputs, outputs, null)
     finally:
         spec.struct_size = held
         table().release_spec(ctypes.byref(spec))
     assert error.status == status
     assert message in error.message, error.message
     np.testing.assert_array_equal(out, 7.0)  # nothing ran
+
+
+def test_execute_batch_refuses_outputs_whose_points_overflow() -> None:
+    """The inputs' sizes bound n, but not the outputs': 2**60 points of a 4-byte input
+    are 2**62 bytes, of a 64-byte output more than size_t holds."""
+    program = cx.lower_batched(
+        lambda x: jnp.tile(x, 16), [jax.ShapeDtypeStruct((1,), jnp.float32)], (2,)
+    )
+    executable = cx.compile_batched(program)[0]
+    x, y = np.zeros(4, np.float32), np.full(16, 7.0, np.float32)
+    spec = get_spec(executable.handle)
+    try:
+        error = execute_batch(spec, 2**60, [Input(x.ctypes.data, F32, 2**62)], [y.ctypes.data])
+    finally:
+        table().release_spec(ctypes.byref(spec))
+    assert error.status == INVALID_ARGUMENT
+    assert error.message == (
+        b"execute_batch: 1152921504606846976 points of output 0 (64 bytes each) overflow size_t"
+    )
+    np.testing.assert_array_equal(y, 7.0)  # nothing ran
+
+
+def test_execute_batch_reports_a_failing_plugin_and_works_after_it(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    """An error of the plugin inside execute_batch is a status and a message, not an
+    exception unwinding into C. The scripted plugin's programs copy input 0 into their
+    output, so the points it evaluates are known."""
+    set_outputs(control, [F32], [[2, 3]])
+    native = runtime(scripted).compile(b"x", b"", [(F32, [2, 3])])
+    handle = _core.NativeHandle(_core.BatchedExecutable.create([native], [2]))
+    spec = get_spec(handle.value)
+    x, y = points(3, (3,)), np.zeros((3, 3), np.float32)
+    try:
+        control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+        error = execute_batch(spec, 3, [as_input(x)], [y.ctypes.data])
+        assert error.status == PJRT
+        assert error.message == (
+            b"execute_batch: PJRT_LoadedExecutable_Execute failed: "
+            b"scripted failure of PJRT_LoadedExecutable_Execute"
+        )
+        control.fake_fail(b"")
+        assert execute_batch(spec, 3, [as_input(x)], [y.ctypes.data]).status == OK
+    finally:
+        table().release_spec(ctypes.byref(spec))
+    np.testing.assert_array_equal(y, x)
 
 
 def test_execute_and_execute_batch_refuse_each_others_specs(

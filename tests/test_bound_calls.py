@@ -20,17 +20,20 @@ import numpy as np
 import pytest
 
 import cyxla
-from cyxla import _benchmark
+from cyxla import _benchmark, _core
+from cyxla._bound import aligned_zeros
 
 from support import (
     BUSY,
     INVALID_ARGUMENT,
     OK,
+    PJRT,
     RELEASED,
     Error,
     Input,
     ProgramSpec,
     compile_c,
+    runtime,
     table,
 )
 
@@ -76,19 +79,27 @@ def floats(array: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(array.ctypes.data)
 
 
-def bind(handle: int, x: np.ndarray, y: np.ndarray) -> tuple[int, ProgramSpec]:
-    """A bound call of `handle` over `x` and `y` through the table, and the spec it came
-    from (the caller releases both)."""
+def try_bind(handle: int, x: np.ndarray, y: np.ndarray) -> tuple[int, Error, ProgramSpec]:
+    """cyxla_bind of `handle` over `x` and `y` through the table: the bound call (0 when
+    refused), the error and the spec it came from (the caller releases both)."""
     spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
     assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK
-    bound = ctypes.c_uint64()
+    bound = ctypes.c_uint64(12345)
     inputs = (Input * 1)(Input(x.ctypes.data, F32, x.nbytes))
     outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
     status = table().bind(
         ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(bound), ctypes.byref(error)
     )
-    assert status == OK, error.message
-    return bound.value, spec
+    assert status == error.status
+    return bound.value, error, spec
+
+
+def bind(handle: int, x: np.ndarray, y: np.ndarray) -> tuple[int, ProgramSpec]:
+    """A bound call of `handle` over `x` and `y` through the table, and the spec it came
+    from (the caller releases both)."""
+    bound, error, spec = try_bind(handle, x, y)
+    assert error.status == OK, error.message
+    return bound, spec
 
 
 def call_bound(bound: int) -> Error:
@@ -176,6 +187,70 @@ def test_a_spec_handle_is_not_a_bound_call(executable: cyxla.Executable) -> None
     error = Error()
     assert table().call_bound(executable.handle, ctypes.byref(error)) == INVALID_ARGUMENT
     assert b"is an executable's, not a bound call's" in error.message
+
+
+def test_a_batched_spec_is_not_bound() -> None:
+    batched = cyxla.compile_batched(
+        cyxla.lower_batched(sin2, [jax.ShapeDtypeStruct((3,), jnp.float32)], (2,))
+    )[0]
+    x, y = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    bound, error, spec = try_bind(batched.handle, x, y)
+    table().release_spec(ctypes.byref(spec))
+    assert (bound, error.status) == (0, INVALID_ARGUMENT)
+    assert error.message == (
+        b"bind: the spec is of a batched executable, which cannot be bound: call execute_batch"
+    )
+
+
+def test_bind_reports_a_failing_plugin(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    """On the CPU, bind makes the inputs' buffers once: the plugin refusing one is a
+    status and a message, and no bound call."""
+    executable = runtime(scripted, b"cpu").compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    x, y = aligned_zeros(cyxla.TensorSpec((3,), np.float32)), np.zeros(3, np.float32)
+    x[...] = [1.0, 2.0, 3.0]
+    control.fake_fail(b"PJRT_Client_BufferFromHostBuffer")
+    bound, error, spec = try_bind(handle.value, x, y)
+    control.fake_fail(b"")
+    assert (bound, error.status) == (0, PJRT)
+    assert error.message == (
+        b"bind: PJRT_Client_BufferFromHostBuffer failed: "
+        b"scripted failure of PJRT_Client_BufferFromHostBuffer"
+    )
+    bound, spec_again = bind(handle.value, x, y)  # once the plugin works, so does bind
+    assert call_bound(bound).status == OK
+    np.testing.assert_array_equal(y, x)  # the scripted programs copy input 0
+    assert table().unbind(bound, None) == OK
+    for held in (spec, spec_again):
+        table().release_spec(ctypes.byref(held))
+
+
+@pytest.mark.parametrize("platform", [b"cpu", b"fake"], ids=["host buffers", "device copies"])
+def test_a_bound_call_reports_a_failing_plugin(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, platform: bytes
+) -> None:
+    """A call that fails in the plugin is a status and a message; the bound call stays
+    usable. On the CPU it runs on buffers made at bind, elsewhere it uploads each call."""
+    executable = runtime(scripted, platform).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    x, y = aligned_zeros(cyxla.TensorSpec((3,), np.float32)), np.zeros(3, np.float32)
+    x[...] = [1.0, 2.0, 3.0]
+    bound, spec = bind(handle.value, x, y)
+    table().release_spec(ctypes.byref(spec))
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    error = call_bound(bound)
+    control.fake_fail(b"")
+    assert error.status == PJRT
+    assert error.message == (
+        b"call_bound: PJRT_LoadedExecutable_Execute failed: "
+        b"scripted failure of PJRT_LoadedExecutable_Execute"
+    )
+    np.testing.assert_array_equal(y, 0.0)
+    assert call_bound(bound).status == OK
+    np.testing.assert_array_equal(y, x)
+    assert table().unbind(bound, None) == OK
 
 
 # ------------------------------------------------------------------------------- C++

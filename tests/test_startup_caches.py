@@ -6,7 +6,9 @@ any of them changes; either way the process runs the same programs as before."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 
 import cyxla as cx
-from cyxla._cache import probes, store
+from cyxla._cache import probes, scans, store
 
 from support import run_python
 
@@ -108,18 +110,18 @@ def test_a_cache_off_probes_and_scans_every_time(tmp_path: Path) -> None:
         assert run["probes"] >= 1 and run["scans"] == 1 and run["right"]
 
 
-# ----------------------------------------------------- the verdict store, in this process
+# ------------------------------------------------------ the verdict store, in this process
 
 
 @pytest.fixture
-def probe_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty cache directory of this test's own."""
     directory = tmp_path / "cache"
     monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, str(directory))
     return directory
 
 
-def test_a_damaged_or_foreign_probe_verdict_is_a_miss(probe_cache: Path) -> None:
+def test_a_damaged_or_foreign_probe_verdict_is_a_miss(empty_cache: Path) -> None:
     document = {"plugin": {"path": "/x/plugin.so"}, "targets": [["t", "jaxlib", [0, 4]]]}
     probes.store_verdict(document, {"t": "rejected: why"})
     assert probes.load(document) == {"t": "rejected: why"}
@@ -133,6 +135,22 @@ def test_a_damaged_or_foreign_probe_verdict_is_a_miss(probe_cache: Path) -> None
     assert probes.load(document) is None
 
 
+def test_a_truncated_probe_verdict_is_a_miss_and_is_replaced(empty_cache: Path) -> None:
+    document = {"plugin": {"path": "/x/plugin.so"}, "targets": [["t", "jaxlib", [0, 4]]]}
+    probes.store_verdict(document, {"t": "rejected: why"})
+    (entry,) = empty_cache.glob("probes/*.entry")
+    entry.write_bytes(entry.read_bytes()[:-3])  # the store refuses it (EntryError)
+    assert probes.load(document) is None
+    probes.store_verdict(document, {"t": "rejected: again"})  # the probe's next verdict
+    assert probes.load(document) == {"t": "rejected: again"}
+
+
+def test_an_unresolvable_cache_directory_keeps_no_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, "~no-such-user-of-cyxla/cache")
+    with pytest.warns(UserWarning, match="cannot resolve the cache directory"):
+        assert probes.load({"a": 1}) is None
+
+
 def test_a_plugin_library_that_is_gone_has_no_verdict_key(tmp_path: Path) -> None:
     class Gone:
         path = str(tmp_path / "missing.so")
@@ -141,7 +159,7 @@ def test_a_plugin_library_that_is_gone_has_no_verdict_key(tmp_path: Path) -> Non
 
 
 def test_a_verdict_that_cannot_be_written_is_dropped(
-    probe_cache: Path, monkeypatch: pytest.MonkeyPatch
+    empty_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def refuse(*args: Any) -> None:
         raise OSError("read-only file system")
@@ -149,3 +167,50 @@ def test_a_verdict_that_cannot_be_written_is_dropped(
     monkeypatch.setattr(store, "write", refuse)
     probes.store_verdict({"a": 1}, {"t": "why"})  # the probe just runs again next time
     assert probes.load({"a": 1}) is None
+
+
+# ---------------------------------------------------------- the scan store, in this process
+
+
+def test_a_damaged_or_malformed_scan_is_a_miss_and_is_replaced(empty_cache: Path) -> None:
+    document = scans.source("cyxla.plugins")
+    found = [("cpu", "some_plugin:register")]
+    scans.store_points(document, found)
+    assert scans.load(document) == found
+    key = scans._key(document)
+    for payload in (b"not json", b'{"cpu": 1}', b'[["cpu"]]', b'[["cpu", 1]]', b"[1]"):
+        store.write("scans", key, {"name": "plugin scan"}, payload)
+        assert scans.load(document) is None, payload
+    (entry,) = empty_cache.glob("scans/*.entry")
+    entry.write_bytes(entry.read_bytes()[:-3])  # the store refuses it (EntryError)
+    assert scans.load(document) is None
+    scans.store_points(document, found)  # what the next scan finds replaces it
+    assert scans.load(document) == found
+
+
+def test_a_scan_that_cannot_be_written_is_dropped(
+    empty_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: Any) -> None:
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(store, "write", refuse)
+    document = scans.source("cyxla.plugins")
+    scans.store_points(document, [("cpu", "some_plugin:register")])  # scanned again next time
+    assert scans.load(document) is None
+
+
+def test_an_archive_on_the_path_is_keyed_by_its_modification_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zip file or egg on sys.path holds its distributions inside: replacing it
+    (a new modification time) changes what a scan depends on, so it scans again."""
+    archive = tmp_path / "plugins.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip archive
+    monkeypatch.setattr(sys, "path", [*sys.path, str(archive)])
+    before = scans.source("cyxla.plugins")
+    assert before["path"][-1] == [str(archive), archive.stat().st_mtime_ns]
+    os.utime(archive, ns=(1, archive.stat().st_mtime_ns + 1_000_000_000))
+    after = scans.source("cyxla.plugins")
+    assert after["path"][-1] == [str(archive), archive.stat().st_mtime_ns]
+    assert scans._key(after) != scans._key(before)
