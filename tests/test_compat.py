@@ -5,6 +5,7 @@ versions. And `python -m cyxla info`, the report a bug needs."""
 
 from __future__ import annotations
 
+import ctypes
 import re
 import sys
 import warnings
@@ -16,7 +17,7 @@ import jax
 import pytest
 
 import cyxla as cx
-from cyxla import _compat
+from cyxla import _compat, _core
 from cyxla._cli import plugins as cli_plugins
 from cyxla._errors import PluginVersionError
 from cyxla._ffi import registry
@@ -72,6 +73,66 @@ def test_a_library_outside_any_package_has_no_distribution(tmp_path: Path) -> No
     library = tmp_path / "libplugin.so"
     library.write_bytes(b"")
     assert _compat.distribution_of(str(library)) is None
+
+
+def test_a_library_is_named_by_the_distribution_whose_directory_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The distribution whose RECORD lists the library; else the one that owns its
+    top-level directory (a library added there after installing). A sys.path entry
+    itself is no distribution's file."""
+    site = tmp_path / "site"
+    (site / "fakeplugin").mkdir(parents=True)
+    listed, added = site / "fakeplugin" / "libpjrt.so", site / "fakeplugin" / "libadded.so"
+    for library in (listed, added):
+        library.write_bytes(b"")
+    info = site / "fake_pjrt_plugin-2.5.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-pjrt-plugin\nVersion: 2.5\n")
+    (site / "fakeplugin" / "__init__.py").write_text("")
+    record = ["fakeplugin/__init__.py", "fakeplugin/libpjrt.so", f"{info.name}/METADATA"]
+    (info / "RECORD").write_text("".join(f"{path},,\n" for path in record))
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    assert _compat.distribution_of(str(listed)) == "fake-pjrt-plugin 2.5"
+    assert _compat.distribution_of(str(added)) == "fake-pjrt-plugin 2.5"
+    assert _compat.distribution_of(str(site)) is None
+
+
+def test_a_package_that_is_not_installed_is_named_so() -> None:
+    assert _compat.package_version("cyxla-no-such-distribution") is None
+    assert _compat._named("cyxla-no-such-distribution") == (
+        "cyxla-no-such-distribution (not installed)"
+    )
+
+
+@pytest.mark.parametrize("header", [None, "/* no version defines */\n"], ids=["none", "other"])
+def test_jaxlib_without_the_ffi_header_has_no_ffi_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, header: str | None
+) -> None:
+    """Without XLA FFI's header (or with one that does not say its version) jaxlib's FFI
+    version is unknown, and no FFI skew is claimed."""
+    if header is not None:
+        (tmp_path / "xla/ffi/api").mkdir(parents=True)
+        (tmp_path / "xla/ffi/api/c_api.h").write_text(header)
+    monkeypatch.setattr(jax.ffi, "include_dir", lambda: str(tmp_path))
+    assert _compat.jaxlib_ffi_version() is None
+    loaded = cx.initialize()
+    verdict = _compat.verdict(loaded.plugin, loaded.library)
+    assert verdict.jaxlib_ffi is None and verdict.in_step
+    assert "XLA FFI unknown (jaxlib) / " in verdict.summary()
+
+
+def test_a_plugin_without_an_ffi_extension_has_no_ffi_version(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+) -> None:
+    """The scripted plugin's FFI extension cannot register handlers, so it runs no custom
+    calls: its FFI version is unknown and no FFI skew is claimed."""
+    plugin = scripted[0]
+    verdict = _compat.verdict(plugin, plugin.path)
+    assert verdict.plugin_ffi is None and verdict.in_step
+    assert verdict.summary().endswith(
+        f"XLA FFI {_compat._text(header_ffi_version())} (jaxlib) / unknown (plugin)"
+    )
 
 
 def test_jaxlib_newer_than_the_plugin_warns_once_naming_both_packages(
