@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core, _plugins
+from cyxla import _core, _plugins, _program, _stablehlo
+from cyxla._lowering import IN_PLACE_MIN_BYTES
 
 from support import compile_fn, plugin_library, run_cyxla, run_steps, spec
 
@@ -394,6 +395,68 @@ def test_compile_program_takes_a_program_whose_specs_are_its_own() -> None:
     executable, _ = cx.compile_program(_edited())
     (result,) = executable.run([np.ones((2, 3), np.float32), np.True_])
     np.testing.assert_array_equal(result, np.full((2, 3), 2, np.float32))
+
+
+def test_dropping_an_input_of_a_program_with_donated_outputs_is_refused() -> None:
+    """The parameter after the kept input is no donated one (it aliases no output): the
+    program writes nothing in place, and its specs are refused, not read as donations."""
+    length = IN_PLACE_MIN_BYTES // 4  # an output large enough to be written in place
+    program = cx.lower(jnp.multiply, [spec((length,), np.float32)] * 2)
+    assert _program.donated_outputs(program) == (0,)
+    edited = dataclasses.replace(program, inputs=program.inputs[:1])
+    assert _program.donated_outputs(edited) == ()
+    with pytest.raises(
+        cx.InvalidArgumentError,
+        match=r"Program.inputs holds 1 specs, but its StableHLO main function takes 3: ",
+    ):
+        cx.compile_program(edited)
+
+
+def test_stablehlo_text_compiles_without_the_input_check() -> None:
+    """The plugin reads MLIR text, which jaxlib's reader of portable artifacts does not:
+    such a program's specs are not checked (nor any output donated), and it runs."""
+    x = spec((3,), np.float32)
+    text = jax.jit(jnp.sin).lower(x).as_text()
+    program = dataclasses.replace(cx.lower(jnp.sin, [x]), stablehlo=text.encode())
+    assert _program.input_mismatch(program) is None
+    assert _program.donated_outputs(program) == ()
+    values = np.array([0.5, -1.0, 2.0], np.float32)
+    (result,) = cx.compile_program(program)[0].run([values])
+    np.testing.assert_array_equal(result, jax.jit(jnp.sin)(values))
+
+
+#: A module whose main function comes after another function, which it calls.
+_HELPER_FIRST = """
+module @helper_first {
+  func.func private @helper(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = stablehlo.sine %arg0 : tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+  func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = call @helper(%arg0) : (tensor<3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+"""
+
+
+def test_the_main_function_is_checked_wherever_it_is_in_the_module() -> None:
+    lowered = cx.lower(jnp.sin, [spec((3,), np.float32)])
+    program = dataclasses.replace(
+        lowered, stablehlo=_stablehlo.serialize(_HELPER_FIRST, lowered.stablehlo_version)
+    )
+    assert _program.input_mismatch(program) is None
+    values = np.array([0.5, -1.0, 2.0], np.float32)
+    (result,) = cx.compile_program(program)[0].run([values])
+    np.testing.assert_array_equal(result, jax.jit(jnp.sin)(values))
+    # Without a main function (which the plugin refuses to compile) nothing is taken.
+    renamed = _HELPER_FIRST.replace("@main", "@other")
+    headless = dataclasses.replace(
+        lowered, stablehlo=_stablehlo.serialize(renamed, lowered.stablehlo_version)
+    )
+    assert _program.input_mismatch(headless) == (
+        "Program.inputs holds 1 specs, but its StableHLO main function takes 0: "
+    )
 
 
 # ------------------------------------------------------------------------ plugins

@@ -162,6 +162,18 @@ def test_save_refuses_names_with_line_breaks_and_bad_paths(
         cx.load_program(tmp_path / "missing.cyxla")
 
 
+def test_a_save_that_fails_leaves_no_file_behind(tmp_path: Path, program: cx.Program) -> None:
+    """The file is written whole or not at all: a save that cannot replace what is at its
+    path (here a directory) raises OSError and removes its temporary file."""
+    target = tmp_path / "model.cyxla"
+    target.mkdir()
+    with pytest.raises(OSError, match="Is a directory"):
+        program.save(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["model.cyxla"] and target.is_dir()
+    program.save(tmp_path / "other.cyxla")  # beside it, a save works
+    _check_against_jit(cx.load_program(tmp_path / "other.cyxla"))
+
+
 # ------------------------------------------------------------------ pickling
 
 
