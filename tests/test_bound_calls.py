@@ -358,6 +358,34 @@ def test_python_bind_refuses_bad_arrays(
         )
 
 
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("two inputs", "bind: the program takes 1 inputs and 1 outputs, given 2 and 1"),
+        ("strided input", r"bind: inputs\[0\] must be a C-contiguous array of f32\[3\]"),
+        ("read-only output", r"bind: outputs\[0\] must be a writable C-contiguous array"),
+        ("short input", r"bind: inputs\[0\] must be a C-contiguous array of f32\[3\]"),
+    ],
+)
+def test_the_internal_bind_checks_its_arrays(
+    executable: cyxla.Executable, case: str, message: str
+) -> None:
+    """Executable.bind checks first; the core's BoundCall behind it refuses bad arrays
+    itself instead of binding memory it would read or write past."""
+    x, y = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    inputs, outputs = [x], [y]
+    if case == "two inputs":
+        inputs = [x, x]
+    elif case == "strided input":
+        inputs = [np.zeros(6, np.float32)[::2]]
+    elif case == "read-only output":
+        y.flags.writeable = False
+    elif case == "short input":
+        inputs = [x[:2]]
+    with pytest.raises(cyxla.InvalidArgumentError, match=message):
+        _core.BoundCall(executable._native, inputs, outputs)
+
+
 # ---------------------------------------------------------------------------- Cython
 
 

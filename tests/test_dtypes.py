@@ -274,11 +274,12 @@ def test_bfloat16_results_are_bfloat16_arrays() -> None:
 # ------------------------------------------------------------------------ element types in the core
 
 
+@pytest.mark.parametrize("element_type", [F8E5M2, 999], ids=["f8e5m2", "no-such-type"])
 def test_unsupported_input_type(
-    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, element_type: int
 ) -> None:
     with pytest.raises(cx.DtypeError) as caught:
-        runtime(scripted).compile(b"x", b"", [(F32, [3]), (F8E5M2, [2])])
+        runtime(scripted).compile(b"x", b"", [(F32, [3]), (element_type, [2])])
     assert str(caught.value) == "input 1 has an element type cyxla does not support"
 
 

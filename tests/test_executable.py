@@ -42,6 +42,25 @@ def test_output_types_and_shapes_that_disagree(
     assert str(caught.value) == "the plugin reports 2 output types but 1 output shapes"
 
 
+@pytest.mark.parametrize(
+    ("donated", "message"),
+    [
+        ([2], "donated output 2 is out of range"),
+        ([1, 1], "donated output 1 is out of range or given twice"),
+    ],
+)
+def test_donated_outputs_must_be_outputs_and_each_once(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+    control: ctypes.CDLL,
+    donated: list[int],
+    message: str,
+) -> None:
+    set_outputs(control, [F32, F32], [[3], [3]])
+    inputs = [(F32, [3]), *[(F32, [3])] * len(donated)]
+    with pytest.raises(cx.InvalidArgumentError, match=message):
+        runtime(scripted).compile(b"x", b"", inputs, donated)
+
+
 def test_serialize_deserialize_and_fingerprint(
     scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
 ) -> None:

@@ -64,6 +64,17 @@ def test_results_are_written_in_place_and_match_jax() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
+def test_the_in_place_probe_takes_one_array_per_input_and_output() -> None:
+    executable = compiled(two, LARGE)
+    x = data(LARGE)
+    outputs = [aligned_zeros(s) for s in executable.outputs]
+    with pytest.raises(cyxla.InvalidArgumentError, match="_writes_in_place: one array per input"):
+        executable._native._writes_in_place([x, x], outputs)
+    with pytest.raises(cyxla.InvalidArgumentError, match="_writes_in_place: one array per output"):
+        executable._native._writes_in_place([x], outputs[:2])
+    assert not any(o.any() for o in outputs)  # nothing ran
+
+
 def test_an_output_over_its_input_is_copied_not_corrupted() -> None:
     executable = compiled(flip2, LARGE)
     x = data(LARGE)

@@ -309,6 +309,7 @@ def test_an_output_may_alias_an_input(executable: cyxla.Executable, offset: int)
         ("two inputs", INVALID_ARGUMENT, b"takes 1 inputs and 1 outputs, given 2 and 1"),
         ("no outputs", INVALID_ARGUMENT, b"given 1 and 0"),
         ("f64 input", TYPE_MISMATCH, b"input 0 has element type f64, the program takes f32"),
+        ("no such type", TYPE_MISMATCH, b"input 0 has element type unsupported, the program"),
         ("short input", INVALID_ARGUMENT, b"input 0 has 8 bytes, the program takes 12"),
         ("null data", INVALID_ARGUMENT, b"input 0 has NULL data"),
         ("null output", INVALID_ARGUMENT, b"output 0 is NULL"),
@@ -328,6 +329,8 @@ def test_execute_refuses_bad_arguments(
         outputs = []
     elif case == "f64 input":
         inputs = [Input(x.ctypes.data, F64, 12)]
+    elif case == "no such type":
+        inputs = [Input(x.ctypes.data, 999, 12)]
     elif case == "short input":
         inputs = [Input(x.ctypes.data, F32, 8)]
     elif case == "null data":
