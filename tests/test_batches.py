@@ -21,6 +21,7 @@ import pytest
 
 import cyxla as cx
 from cyxla import _core
+from cyxla._program import encode_specs
 
 from support import (
     INVALID_ARGUMENT,
@@ -175,6 +176,18 @@ def test_the_core_refuses_sizes_that_do_not_pair_or_repeat(
     native = cx.compile_program(program.programs[0])[0]._native
     with pytest.raises(cx.InvalidArgumentError, match=message):
         _core.BatchedExecutable.create([native] * count, list(sizes))
+
+
+def test_the_core_takes_the_points_that_the_program_describes(
+    batched_mixed: cx.BatchedExecutable,
+) -> None:
+    """The core strips the batch dimension off each size's specs itself; its points are
+    the program's (the C API's spec reports them)."""
+    native = batched_mixed._native
+    assert native.inputs == encode_specs(batched_mixed.inputs)
+    assert native.outputs == encode_specs(batched_mixed.outputs)
+    assert native.outputs == [(F32, [2]), (int(cx.ElementType.PRED), [])]
+    assert native.batch_sizes == [4, 16]
 
 
 def test_compile_batched_uses_the_disk_cache() -> None:

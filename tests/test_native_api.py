@@ -688,6 +688,18 @@ def test_benchmark_reraises_an_error_inside_a_worker_thread(
             _benchmark._check_threads(handle.value, x[None], x[None], 5, 3)
 
 
+def test_benchmark_threads_that_cannot_start_are_an_error(
+    sin_executable: cyxla.Executable,
+) -> None:
+    """Starting the threads fails (here: no room for 2**62 of them), which is raised here
+    rather than ending the process; the threads started by then finish first."""
+    x = np.zeros((2, 3), np.float32)
+    y = np.asarray(jax.jit(jnp.sin)(x))
+    with pytest.raises(ValueError):
+        _benchmark._check_threads(sin_executable.handle, x, y, 1, 2**62)
+    assert _benchmark._check_threads(sin_executable.handle, x, y, 10, 2) == 0
+
+
 # ------------------------------------------------------------------- allocations
 
 
