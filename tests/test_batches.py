@@ -108,6 +108,20 @@ def test_lower_batched_takes_pytrees_of_points() -> None:
     np.testing.assert_allclose(y, expected, rtol=1e-6)
 
 
+def test_a_batched_programs_output_tree_rebuilds_the_result() -> None:
+    def split(x: jax.Array) -> dict[str, Any]:
+        return {"sum": x.sum(), "parts": (x[0], x[1:])}
+
+    program = cx.lower_batched(split, [jax.ShapeDtypeStruct((3,), jnp.float32)], (4, 8))
+    assert program.output_tree == jax.tree.structure(split(jnp.zeros(3)))
+    x = points(5, (3,))
+    result = jax.tree.unflatten(program.output_tree, cx.compile_batched(program)[0].run([x]))
+    expected = jax.jit(jax.vmap(split))(x)
+    assert jax.tree.structure(result) == jax.tree.structure(expected)
+    for got, want in zip(jax.tree.leaves(result), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("sizes", "error", "message"),
     [

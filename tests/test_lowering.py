@@ -160,6 +160,35 @@ class _WithEffects:
         return getattr(self._exported, name)
 
 
+class _Dropping:
+    """An export that dropped the unused argument (as a JAX that ignored keep_unused
+    would): it kept only argument 0."""
+
+    def __init__(self, exported: Any) -> None:
+        self._exported = exported
+        self.module_kept_var_idx = (0,)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._exported, name)
+
+
+def test_lower_refuses_an_export_that_dropped_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = jax.export.export
+    monkeypatch.setattr(
+        jax.export, "export", lambda *a, **k: lambda *args: _Dropping(real(*a, **k)(*args))
+    )
+
+    def ignoring(x: jax.Array, y: jax.Array) -> jax.Array:
+        return x * 2
+
+    with pytest.raises(
+        cx.UnsupportedProgramError,
+        match=r"internal error in cyxla: jax.export dropped unused arguments of ignoring "
+        r"\(kept \[0\] of 2\)",
+    ):
+        cx.lower(ignoring, [jax.ShapeDtypeStruct((3,), jnp.float32)] * 2)
+
+
 def test_lower_refuses_programs_with_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
     real = jax.export.export
     monkeypatch.setattr(

@@ -23,6 +23,7 @@ import pytest
 
 import cyxla as cx
 from cyxla._jaxlib import xla_client
+from cyxla._output_tree import MAX_NESTING
 
 from support import run_python
 
@@ -147,6 +148,53 @@ def test_custom_pytree_nodes_are_refused_at_save_and_saved_flat_when_dropped(
     a, b = cx.compile_program(loaded)[0].run([x])
     np.testing.assert_array_equal(a, x)
     np.testing.assert_array_equal(b, x + 1)
+
+
+def _nested(levels: int, container: Callable[[Any], Any]) -> Callable[[jax.Array], Any]:
+    """A function whose result is `x` inside `levels` levels of `container`."""
+
+    def nested(x: jax.Array) -> Any:
+        result: Any = x
+        for _ in range(levels):
+            result = container(result)
+        return result
+
+    return nested
+
+
+@pytest.mark.parametrize(
+    ("levels", "container"),
+    [
+        (MAX_NESTING // 2 + 1, lambda v: (v,)),  # one list and one dict per level
+        (MAX_NESTING, lambda v: (v,)),  # once a RecursionError instead
+        (MAX_NESTING // 3 + 1, lambda v: {"k": v}),  # a dict and two lists per level
+    ],
+    ids=["tuples", "deep-tuples", "dicts"],
+)
+def test_an_output_structure_nested_too_deeply_is_refused_at_save(
+    tmp_path: Path, levels: int, container: Callable[[Any], Any]
+) -> None:
+    program = cx.lower(_nested(levels, container), [_spec(2)])
+    path = tmp_path / "deep.cyxla"
+    with pytest.raises(cx.UnsupportedProgramError, match=r"nests too deeply for Program\.save"):
+        program.save(path)
+    assert not list(tmp_path.iterdir())
+    dataclasses.replace(program, output_tree=None).save(path)  # flat, it saves
+    (y,) = cx.compile_program(cx.load_program(path))[0].run([np.ones(2, np.float32)])
+    np.testing.assert_array_equal(y, np.ones(2, np.float32))
+
+
+def test_an_output_structure_nested_as_deeply_as_allowed_round_trips(tmp_path: Path) -> None:
+    program = cx.lower(_nested(MAX_NESTING // 2, lambda v: [v]), [_spec(2)])
+    program.save(tmp_path / "deep.cyxla")
+    loaded = cx.load_program(tmp_path / "deep.cyxla")
+    assert loaded.output_tree == program.output_tree
+    x = np.array([1.0, 2.0], np.float32)
+    result = jax.tree.unflatten(loaded.output_tree, cx.compile_program(loaded)[0].run([x]))
+    assert jax.tree.structure(result) == jax.tree.structure(
+        _nested(MAX_NESTING // 2, lambda v: [v])(x)
+    )
+    np.testing.assert_array_equal(jax.tree.leaves(result)[0], x)
 
 
 def test_save_refuses_names_with_line_breaks_and_bad_paths(

@@ -49,15 +49,32 @@ def _encode(tree: Any, writer: str) -> Any:
     )
 
 
+def _levels(tree: Any) -> int:
+    """How deeply containers nest in `tree` (a `jax.tree` structure), counted without
+    recursing, and only up to one past `MAX_NESTING`."""
+    depth, level = 0, [tree]
+    while depth <= MAX_NESTING:
+        level = [child for node in level for child in node.children()]
+        if not level:
+            break
+        depth += 1
+    return depth
+
+
 def encode_tree(tree: Any, name: str, writer: str) -> Any:
     """`tree` (a `jax.tree` structure) as JSON; UnsupportedProgramError naming `writer`
     if it holds other containers, nests too deeply, or does not decode to itself."""
+    too_deep = UnsupportedProgramError(
+        f"the output structure of {name} nests too deeply for {writer} "
+        f"(more than {MAX_NESTING} lists and dicts)"
+    )
+    # Each level of containers encodes as two or three of lists and dicts: a tree too deep
+    # for that is refused before encoding it, which recurses (past Python's stack, once).
+    if _levels(tree) > MAX_NESTING // 2:
+        raise too_deep
     encoded = _encode(tree, writer)
     if nesting(encoded) > MAX_NESTING:
-        raise UnsupportedProgramError(
-            f"the output structure of {name} nests too deeply for {writer} "
-            f"(more than {MAX_NESTING} lists and dicts)"
-        )
+        raise too_deep
     if decode_tree(encoded) != tree:  # only what round-trips is stored
         raise UnsupportedProgramError(f"the output structure {tree} of {name} cannot be stored")
     return encoded
