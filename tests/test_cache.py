@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -480,6 +481,7 @@ _HOSTILE_PROGRAMS = {
     "custom calls as a string": ("custom_calls", '"abc"'),
     "a name that is a list": ("name", "[1, 2]"),
     "a platform that is a number": ("platform", "1e308"),
+    "a description that is a list": ("", "[1, 2]"),
 }
 
 
@@ -488,7 +490,10 @@ def _hostile_program_entry(cache: Path, key: str, field: str, text: str) -> Path
     (entry,) = _entries(cache, "programs")
     header, payload = _split(entry)
     marker = "@@HOSTILE@@"
-    header["program"][field] = marker
+    if field:
+        header["program"][field] = marker
+    else:  # the whole description
+        header["program"] = marker
     raw = json.dumps(header, sort_keys=True).replace(json.dumps(marker), text)
     _write_raw(entry, raw.encode(), payload)
     return entry
@@ -595,6 +600,52 @@ def test_clear_skips_a_directory_named_like_an_entry(
     assert [p.name for p in (cache / "programs").iterdir()] == [blocking.name]
     with pytest.warns(UserWarning, match="could not remove .*0-blocking.entry"):
         assert store.clear() == (0, 0)
+
+
+def test_clear_skips_an_entry_removed_meanwhile(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's clear may remove an entry between the listing and the unlink."""
+    cx.store_lowered("kept", _tanh_program())
+    listed = list(store.entries())
+    (entry,) = _entries(cache, "programs")
+    entry.unlink()  # by the other process
+    monkeypatch.setattr(store, "entries", lambda: listed)
+    others = [item for item in listed if item.path != entry]  # a scan's, say
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.clear() == (len(others), sum(item.size for item in others))
+    assert not any(item.path.exists() for item in listed)
+
+
+def test_a_missing_entry_in_an_existing_store_is_a_miss(cache: Path) -> None:
+    store.write("programs", "present", {}, b"x")
+    assert store.read("programs", "absent") is None
+    assert store.read("programs", "present") is not None
+
+
+def test_an_entry_swapped_for_a_directory_after_its_check_is_refused(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file opened is checked again (fstat): one swapped in between the check of its
+    path and the open (here a directory) is refused, and its descriptor closed."""
+    path = store.write("programs", "swapped", {}, b"x")
+    assert path is not None
+    real_open, opened = os.open, []
+
+    def open_a_directory(name: Any, flags: int, *args: Any) -> int:
+        if Path(name) == path:
+            opened.append(real_open(cache, os.O_RDONLY))
+            return opened[-1]
+        return real_open(name, flags, *args)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "open", open_a_directory)
+        with pytest.raises(store.EntryError, match="is not a regular file"):
+            store.read("programs", "swapped")
+    with pytest.raises(OSError):
+        os.fstat(opened[0])  # closed
+    assert store.read("programs", "swapped") is not None
 
 
 # ------------------------------------------------------------------ entries moved to another key
@@ -1043,6 +1094,8 @@ def test_cache_key_keeps_equal_values_equal() -> None:
     assert cx.cache_key(np.float32(0.5)) == cx.cache_key(0.5)
     assert cx.cache_key(np.zeros((4, 8), np.float32)) == cx.cache_key(_spec(4, 8))
     assert cx.cache_key(float("nan")) == cx.cache_key(float("nan"))
+    # Another sequence keys as the list of its items (a tuple stays apart from both).
+    assert cx.cache_key(range(3)) == cx.cache_key([0, 1, 2]) != cx.cache_key((0, 1, 2))
 
 
 # ------------------------------------------------------------------ lowered programs

@@ -12,12 +12,14 @@ import warnings
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import jax
 import pytest
 
 import cyxla as cx
-from cyxla import _compat, _core
+from cyxla import _compat, _core, _plugins
+from cyxla._cli import info as cli_info
 from cyxla._cli import plugins as cli_plugins
 from cyxla._errors import PluginVersionError
 from cyxla._ffi import registry
@@ -188,6 +190,19 @@ def test_the_plugin_listing_shows_the_skew_and_fails(
     assert "no usable plugin: none loads and is in step with jaxlib" in out
 
 
+def test_the_plugin_listing_shows_a_verdict_that_fails_and_goes_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def fails(plugin: Any, library: str) -> Any:
+        raise RuntimeError("the attributes cannot be read")
+
+    monkeypatch.setattr(_compat, "verdict", fails)
+    assert cli_plugins.main() == 1
+    out = capsys.readouterr().out
+    assert "  versions unknown: RuntimeError: the attributes cannot be read" in out
+    assert "no usable plugin: none loads and is in step with jaxlib" in out
+
+
 def test_the_plugin_listing_shows_the_pair_in_step() -> None:
     result = run_cyxla("plugins")
     assert result.returncode == 0, result.stderr
@@ -237,6 +252,16 @@ def test_info_reports_what_a_bug_report_needs() -> None:
     assert ", PJRT 0." in line and line.endswith("; in step with jaxlib")
     assert any(line.startswith("cache directory: ") for line in lines)
     assert f"native ABI version: {cx.ABI_VERSION}" in lines
+
+
+def test_info_without_any_plugin_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_plugins, "discover", lambda: [])
+    monkeypatch.delenv(_plugins.PLUGIN_ENVIRONMENT_VARIABLE, raising=False)
+    lines = cli_info.lines()
+    assert "plugin: none installed (pip install 'cyxla[cpu]')" in lines
+    stablehlo = ".".join(map(str, _compat.jaxlib_stablehlo_version()))
+    ffi = ".".join(map(str, header_ffi_version()))
+    assert f"jaxlib APIs: StableHLO {stablehlo}, XLA FFI {ffi}" in lines
 
 
 def test_info_shows_a_plugin_that_does_not_load(tmp_path: Path) -> None:

@@ -37,11 +37,13 @@ not_a_function = 3
 def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A module `exported_model` in a directory of its own, made the working directory."""
     (tmp_path / "exported_model.py").write_text(textwrap.dedent(_MODULE))
+    (tmp_path / "broken_model.py").write_text('raise RuntimeError("broken at import")\n')
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
     yield tmp_path
     sys.modules.pop("exported_model", None)
+    sys.modules.pop("broken_model", None)
 
 
 def test_export_writes_a_program_that_gives_jits_results(module: Path) -> None:
@@ -109,6 +111,7 @@ def test_bad_arguments_are_refused_by_the_parser(
     ("target", "code", "message"),
     [
         ("no_such_module:f", 2, "cannot import no_such_module: No module named 'no_such_module'"),
+        ("broken_model:f", 2, "cannot import broken_model: RuntimeError('broken at import')"),
         ("exported_model:missing", 2, "the module exported_model has no attribute 'missing'"),
         ("exported_model:not_a_function", 2, "exported_model:not_a_function is not callable: 3"),
         ("exported_model:layer", 1, "exported_model:layer at float32[4]: "),

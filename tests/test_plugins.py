@@ -24,6 +24,7 @@ import pytest
 
 import cyxla as cx
 from cyxla import _backend, _core, _plugins
+from cyxla._cache import scans
 from cyxla._cli import plugins as cli_plugins
 from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
 
@@ -467,6 +468,25 @@ def test_a_plugin_from_another_package(tmp_path: Path, library: str) -> None:
         ["ok", "{'cpu_device_count': 2, 'asynchronous': False}"],
         ["ok", "2"],
     ]
+
+
+def test_a_kept_scan_naming_a_removed_plugin_scans_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin's module removed without its distribution's directory changing (so the
+    kept scan still names it): the scan runs again, and what it finds is kept instead."""
+    monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
+    document = scans.source(_plugins.ENTRY_POINT_GROUP)
+    scans.store_points(document, [("gone", "cyxla_test_no_such_plugin_module")])
+    _plugins._scan.cache_clear()
+    try:
+        found = {entry.name: entry.platform for entry in _plugins.discover()}
+    finally:
+        _plugins._scan.cache_clear()  # the next use scans the real environment
+    assert "gone" not in found and found["cpu"] == "cpu"
+    kept = scans.load(document)
+    assert kept is not None and ("cpu", "cyxla.plugins.cpu") in kept
+    assert all(name != "gone" for name, _ in kept)
 
 
 # ------------------------------------------------------------------------ python -m cyxla
