@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -626,27 +627,33 @@ def test_a_missing_entry_in_an_existing_store_is_a_miss(cache: Path) -> None:
     assert store.read("programs", "present") is not None
 
 
-def test_an_entry_swapped_for_a_directory_after_its_check_is_refused(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("swapped_in", ["a directory", "a symbolic link"])
+def test_an_entry_swapped_after_its_check_is_refused(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: str
 ) -> None:
-    """The file opened is checked again (fstat): one swapped in between the check of its
-    path and the open (here a directory) is refused, and its descriptor closed."""
+    """What is opened is checked again: a directory swapped in between the check of the
+    path and the open is refused by fstat (and its descriptor closed), a symbolic link by
+    the open itself (O_NOFOLLOW)."""
     path = store.write("programs", "swapped", {}, b"x")
     assert path is not None
     real_open, opened = os.open, []
 
-    def open_a_directory(name: Any, flags: int, *args: Any) -> int:
-        if Path(name) == path:
-            opened.append(real_open(cache, os.O_RDONLY))
-            return opened[-1]
-        return real_open(name, flags, *args)
+    def open_swapped(name: Any, flags: int, *args: Any) -> int:
+        if Path(name) != path:
+            return real_open(name, flags, *args)
+        if swapped_in == "a symbolic link":
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(name))
+        opened.append(real_open(cache, os.O_RDONLY))
+        return opened[-1]
 
+    message = "is not a regular file" if swapped_in == "a directory" else "cannot open .*swapped"
     with monkeypatch.context() as patched:
-        patched.setattr(os, "open", open_a_directory)
-        with pytest.raises(store.EntryError, match="is not a regular file"):
+        patched.setattr(os, "open", open_swapped)
+        with pytest.raises(store.EntryError, match=message):
             store.read("programs", "swapped")
-    with pytest.raises(OSError):
-        os.fstat(opened[0])  # closed
+    for descriptor in opened:
+        with pytest.raises(OSError):
+            os.fstat(descriptor)  # closed
     assert store.read("programs", "swapped") is not None
 
 

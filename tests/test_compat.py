@@ -264,6 +264,14 @@ def test_info_without_any_plugin_says_what_to_install(monkeypatch: pytest.Monkey
     assert f"jaxlib APIs: StableHLO {stablehlo}, XLA FFI {ffi}" in lines
 
 
+def test_info_shows_versions_a_plugin_does_not_report_as_unknown(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+) -> None:
+    line = cli_info._plugin(scripted[0].path)
+    assert f"no package ({scripted[0].path}), PJRT " in line
+    assert "StableHLO unknown to unknown, XLA FFI unknown; in step with jaxlib" in line
+
+
 def test_info_shows_a_plugin_that_does_not_load(tmp_path: Path) -> None:
     library = tmp_path / "libnot_a_plugin.so"
     library.write_bytes(b"not a library")
