@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import cyxla
-from cyxla import _benchmark
+from cyxla import _benchmark, _lowering
 from cyxla._bound import aligned_zeros
 from cyxla._lowering import IN_PLACE_MIN_BYTES
 from cyxla._program import donated_outputs
@@ -48,6 +48,17 @@ def test_large_outputs_get_a_donated_parameter_the_caller_does_not_see() -> None
     executable = cyxla.compile_program(program)[0]
     assert executable._native.donated_outputs == [0, 2]
     assert [s.shape for s in executable.inputs] == [(LARGE,)]
+
+
+@pytest.mark.parametrize("platform", ["cuda", "rocm", "tpu"])
+def test_only_the_cpu_gets_donated_parameters(platform: str) -> None:
+    """Elsewhere the plugin copies results to the host anyway: nothing to write in place.
+    (Lowering for those platforms needs their plugins; their export does not.)"""
+    spec = jax.ShapeDtypeStruct((LARGE,), jnp.float32)
+    exported = jax.export.export(jax.jit(two), platforms=[platform])(spec)
+    assert _lowering._donors(exported, platform) == []
+    cpu = jax.export.export(jax.jit(two), platforms=["cpu"])(spec)
+    assert [d.shape for d in _lowering._donors(cpu, "cpu")] == [(LARGE,), (LARGE,)]
 
 
 def test_small_outputs_are_copied() -> None:
