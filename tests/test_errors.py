@@ -454,7 +454,7 @@ def test_the_main_function_is_checked_wherever_it_is_in_the_module() -> None:
         lowered, stablehlo=_stablehlo.serialize(renamed, lowered.stablehlo_version)
     )
     assert _program.input_mismatch(headless) == (
-        "Program.inputs holds 1 specs, but its StableHLO main function takes 0: "
+        "Program.inputs holds 1 specs, but its StableHLO main function takes 0"
     )
 
 

@@ -649,7 +649,8 @@ def test_benchmark_refuses_a_too_small_output(
     [
         (0, 0, 2, r"^table_in: is empty"),
         (2, 1, 2, r"^table_out: has 12 bytes, 2 rows of 12 expected"),
-        (2, 2, 0, r"^threads: must be at least 1"),
+        (2, 2, 0, r"^threads: must be 1 to 4096, given 0"),
+        (2, 2, 2**62, r"^threads: must be 1 to 4096, given 4611686018427387904"),
     ],
 )
 def test_benchmark_check_threads_refuses_bad_tables(
@@ -659,7 +660,7 @@ def test_benchmark_check_threads_refuses_bad_tables(
     with pytest.raises(ValueError, match=message):
         _benchmark._check_threads(sin_executable.handle, table_in, table_out, 10, threads)
     x = np.zeros(3, np.float32)
-    with pytest.raises(ValueError, match=r"^threads: must be at least 1"):
+    with pytest.raises(ValueError, match=r"^threads: must be 1 to 4096, given 0"):
         _benchmark.execute_threads(sin_executable.handle, [x], [x], 1, 0)
 
 

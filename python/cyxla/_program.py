@@ -255,7 +255,8 @@ def input_mismatch(program: Program) -> str | None:
         if len(parameters) != len(wanted):
             return (
                 f"Program.inputs holds {len(program.inputs)} specs, but its StableHLO main "
-                f"function takes {len(parameters)}: {', '.join(map(str, parameters))}"
+                f"function takes {len(parameters)}"
+                + (f": {', '.join(map(str, parameters))}" if parameters else "")
             )
         for index, (spec, parameter, expected) in enumerate(
             zip([*program.inputs, *donated], parameters, wanted, strict=True)

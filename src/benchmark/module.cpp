@@ -38,7 +38,10 @@ void require(bool ok, const std::string& argument, const std::string& what) {
 }
 
 void require_threads(size_t threads) {
-  require(threads != 0, "threads", "must be at least 1, given 0");
+  // A bound well above any machine's cores, so that an absurd count is refused by name.
+  constexpr size_t kMostThreads = 4096;
+  require(threads != 0 && threads <= kMostThreads, "threads",
+          "must be 1 to " + std::to_string(kMostThreads) + ", given " + std::to_string(threads));
 }
 
 /// Checks `in` and `out` against the program: one array per input of its exact size,
