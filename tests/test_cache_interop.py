@@ -237,6 +237,9 @@ def test_a_runtime_c_opens_has_the_client_options_of_pythons_plugin_entry(entry:
     module = importlib.import_module(f"cyxla.plugins.{entry}")
     platform = _plugins.normalize_platform(module.PLATFORM)
     assert _core._with_default_options(platform, {}) == module.CREATE_OPTIONS
+    # Older plugins report "host" or "gpu".
+    alias = {"cpu": "host", "cuda": "gpu"}.get(platform, platform)
+    assert _core._with_default_options(alias, {}) == module.CREATE_OPTIONS
     # An option the caller names replaces its default; the others stay.
     named = {name: "given" for name in module.CREATE_OPTIONS} | {"other": 3}
     assert _core._with_default_options(platform, named) == named
