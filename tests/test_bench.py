@@ -194,6 +194,23 @@ def test_ratios_are_medians_of_per_round_ratios() -> None:
     assert row["ratio_to_jax_jit"] is None
 
 
+def test_the_table_shows_a_ratio_that_was_not_measured_as_a_dash(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    samples = {"pjrt_floor": [1000.0, 1100.0], "native": [2000.0, 2200.0]}
+    program = report.program_report(
+        "d",
+        {"pjrt_floor": "floor", "native": "n"},
+        {"pjrt_floor": 1, "native": 1},
+        samples,
+        [1.0] * 5,
+    )
+    report.print_table({"clock": "wall", "rounds": 2, "threads": 2, "programs": {"d": program}})
+    (native,) = [line for line in capsys.readouterr().out.splitlines() if "native" in line]
+    # Against the floor 2.00x; no jax_jit path ran, so that column is a dash.
+    assert native.split()[3:6] == ["2.00x", "(2.00-2.00)", "-"]
+
+
 def test_spread_matches_numpy_quartiles() -> None:
     values = list(np.random.default_rng(0).standard_normal(17) + 5)
     s = rounds.spread(values)

@@ -444,6 +444,11 @@ _BAD_FILES: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
         "donated_output 1 appears twice",
     ),
     "tree not JSON": (_replace("output_tree {", "output_tree {{"), "metadata", "not JSON"),
+    "tree not a structure": (
+        _edit_metadata(lambda t: t[: t.index("output_tree ")] + "output_tree 42\n"),
+        "metadata",
+        "the output_tree is not an output structure",
+    ),
     "tree of other outputs": (
         _replace("output F32 []\n", ""),
         "metadata",
