@@ -419,6 +419,39 @@ def _donated_out_of_range(entry: Path, **_: Any) -> None:
     entry.write_bytes(join(header, payload))
 
 
+def _bad_magic(entry: Path, **_: Any) -> None:
+    entry.write_bytes(b"NOTCYXLA" + entry.read_bytes()[8:])
+
+
+def _another_format(entry: Path, **_: Any) -> None:
+    data = bytearray(entry.read_bytes())
+    struct.pack_into("<I", data, 8, store.FORMAT_VERSION + 1)
+    entry.write_bytes(bytes(data))
+
+
+def _header_beyond_the_entry(entry: Path, **_: Any) -> None:
+    data = bytearray(entry.read_bytes())
+    struct.pack_into("<I", data, 12, len(data))  # the header's length
+    entry.write_bytes(bytes(data))
+
+
+def _wrong_payload_length(entry: Path, **_: Any) -> None:
+    header, payload = split(entry.read_bytes())
+    header["payload_length"] += 1
+    entry.write_bytes(join(header, payload))
+
+
+def _another_users_entry(entry: Path, **_: Any) -> None:
+    _give_away(entry)
+
+
+def _give_away(path: Path) -> None:
+    """Makes another user own `path` (only root can: CI runs as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    os.chown(path, os.geteuid() + 4242, -1)
+
+
 def _another_keys_entry(entry: Path, other: Path, **_: Any) -> None:
     shutil.copyfile(other, entry)
 
@@ -443,6 +476,11 @@ DAMAGES: dict[str, Callable[..., None]] = {
     "wrong binding": _rebind,
     "another cyxla version": _another_version,
     "donated output out of range": _donated_out_of_range,
+    "bad magic": _bad_magic,
+    "another format": _another_format,
+    "a header beyond the entry": _header_beyond_the_entry,
+    "a wrong payload length": _wrong_payload_length,
+    "another user's entry": _another_users_entry,
     "another key's entry": _another_keys_entry,
     "group-writable entry": _group_writable_entry,
     "symlinked entry": _symlinked,
@@ -542,6 +580,53 @@ def test_a_symlinked_kind_directory_turns_the_cache_off(
     assert list(elsewhere.iterdir()) == []
 
 
+def test_a_cache_of_another_user_turns_the_cache_off(
+    program: cx.Program, tmp_path: Path, cache: Path
+) -> None:
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    cache.mkdir(mode=0o700)
+    _give_away(cache)
+    native_load(path)
+    assert list(cache.iterdir()) == []
+
+
+#: Settings of the cache's place, and where the entries go then (None: the cache is off).
+_PLACES: dict[str, tuple[dict[str, str], str | None]] = {
+    "~ in CYXLA_CACHE_DIR": ({"CYXLA_CACHE_DIR": "~/tilde"}, "home/tilde"),
+    "~ of a user that does not exist": ({"CYXLA_CACHE_DIR": "~nosuchuser4242/c"}, None),
+    "XDG_CACHE_HOME": ({"XDG_CACHE_HOME": "{tmp}/xdg"}, "xdg/cyxla"),
+    "a relative XDG_CACHE_HOME": ({"XDG_CACHE_HOME": "relative"}, "home/.cache/cyxla"),
+    "neither": ({}, "home/.cache/cyxla"),
+    "a directory under a file": ({"CYXLA_CACHE_DIR": "{tmp}/file/cache"}, None),
+}
+
+
+@pytest.mark.parametrize("place", list(_PLACES))
+def test_the_cache_is_where_python_puts_it(
+    place: str, program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, expected_place = _PLACES[place]
+    (tmp_path / "home").mkdir()
+    (tmp_path / "file").write_bytes(b"")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(store.CACHE_ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value.format(tmp=tmp_path))
+    path = tmp_path / "mlp.cyxla"
+    program.save(path)
+    native_load(path)
+    entries = list(tmp_path.rglob("*.entry"))
+    if expected_place is None:
+        assert entries == []
+        return
+    key = _core._executable_cache_key(str(path))[1]
+    assert entries == [entry_file(tmp_path / expected_place, key)]
+    assert store.cache_directory() == tmp_path / expected_place  # Python's place too
+    assert store.read("executables", key) is not None
+
+
 # ------------------------------------------------------------------ the size bound
 
 
@@ -557,7 +642,10 @@ def measured_entry(program: cx.Program, tmp_path: Path, cache: Path) -> tuple[Pa
     return path, entry, size
 
 
-@pytest.mark.parametrize("bound", ["1K", "1k", " 2K ", "0", "1_0M", "64M", "bogus", "-5", "1.5M"])
+@pytest.mark.parametrize(
+    "bound",
+    ["1K", "1k", " 2K ", "0", "1_0M", "64M", "1G", "bogus", "-5", "1.5M", "9" * 30],
+)
 def test_the_size_bound_is_read_as_python_reads_it(
     bound: str,
     program: cx.Program,
