@@ -108,24 +108,11 @@ BatchedExecutable::BatchedExecutable(std::vector<std::shared_ptr<const Executabl
 
 void BatchedExecutable::execute(size_t n, std::span<const void* const> inputs,
                                 std::span<void* const> outputs) const {
-  const size_t n_in = inputs_.size();
-  const size_t n_out = outputs_.size();
   const size_t largest = sizes_.back();
   size_t first = 0;
-  if (n >= largest) {
-    // Whole chunks of the largest size, on the caller's memory (Executable::execute
-    // reads aligned inputs in place and stages the others itself).
-    SmallArray<const void*> in(n_in);
-    SmallArray<void*> out(n_out);
-    for (; n - first >= largest; first += largest) {
-      for (size_t i = 0; i < n_in; ++i) {
-        in[i] = static_cast<const std::byte*>(inputs[i]) + first * input_bytes_[i];
-      }
-      for (size_t j = 0; j < n_out; ++j) {
-        out[j] = static_cast<std::byte*>(outputs[j]) + first * output_bytes_[j];
-      }
-      executables_.back()->execute({in.data(), n_in}, {out.data(), n_out});
-    }
+  // Whole chunks of the largest size, on the caller's memory.
+  for (; n - first >= largest; first += largest) {
+    execute_at(sizes_.size() - 1, first, inputs, outputs);
   }
   const size_t rest = n - first;
   if (rest == 0) return;
@@ -134,25 +121,35 @@ void BatchedExecutable::execute(size_t n, std::span<const void* const> inputs,
   execute_padded(k, first, rest, inputs, outputs);
 }
 
-void BatchedExecutable::execute_padded(size_t size_index, size_t first, size_t count,
-                                       std::span<const void* const> inputs,
-                                       std::span<void* const> outputs) const {
-  const size_t size = sizes_[size_index];
+void BatchedExecutable::execute_at(size_t size_index, size_t first,
+                                   std::span<const void* const> inputs,
+                                   std::span<void* const> outputs) const {
   const size_t n_in = inputs_.size();
   const size_t n_out = outputs_.size();
   SmallArray<const void*> in(n_in);
   SmallArray<void*> out(n_out);
-  if (count == size) {
-    // An exact fit: no padding, the caller's memory as it is.
-    for (size_t i = 0; i < n_in; ++i) {
-      in[i] = static_cast<const std::byte*>(inputs[i]) + first * input_bytes_[i];
-    }
-    for (size_t j = 0; j < n_out; ++j) {
-      out[j] = static_cast<std::byte*>(outputs[j]) + first * output_bytes_[j];
-    }
-    executables_[size_index]->execute({in.data(), n_in}, {out.data(), n_out});
+  for (size_t i = 0; i < n_in; ++i) {
+    in[i] = static_cast<const std::byte*>(inputs[i]) + first * input_bytes_[i];
+  }
+  for (size_t j = 0; j < n_out; ++j) {
+    out[j] = static_cast<std::byte*>(outputs[j]) + first * output_bytes_[j];
+  }
+  // Executable::execute reads aligned inputs in place and stages the others itself.
+  executables_[size_index]->execute({in.data(), n_in}, {out.data(), n_out});
+}
+
+void BatchedExecutable::execute_padded(size_t size_index, size_t first, size_t count,
+                                       std::span<const void* const> inputs,
+                                       std::span<void* const> outputs) const {
+  const size_t size = sizes_[size_index];
+  if (count == size) {  // an exact fit: no padding, the caller's memory as it is
+    execute_at(size_index, first, inputs, outputs);
     return;
   }
+  const size_t n_in = inputs_.size();
+  const size_t n_out = outputs_.size();
+  SmallArray<const void*> in(n_in);
+  SmallArray<void*> out(n_out);
   size_t bytes = 0;
   for (size_t b : input_bytes_) bytes += round_up(size * b);
   for (size_t b : output_bytes_) bytes += round_up(size * b);

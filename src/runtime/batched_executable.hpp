@@ -40,6 +40,10 @@ class BatchedExecutable {
                std::span<void* const> outputs) const;
 
  private:
+  /// Runs the executable of sizes_[size_index] on that many points of the caller's
+  /// memory from point `first`.
+  void execute_at(size_t size_index, size_t first, std::span<const void* const> inputs,
+                  std::span<void* const> outputs) const;
   /// Runs `size`'s executable on points [first, first + count) of the caller's arrays,
   /// padded to its size in scratch memory.
   void execute_padded(size_t size_index, size_t first, size_t count,

@@ -23,16 +23,9 @@ BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
   const std::vector<size_t>& donated = e.donated_outputs();
   // Donated outputs are written in place where they can be (Executable::execute), and
   // into memory of the bound call's own, copied out after each call, where they cannot.
-  std::vector<bool> in_place(donated.size());
-  size_t staged = 0;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (!is_aligned(inputs_[i])) staged += round_up(e.input_bytes()[i]);
-  }
-  for (size_t k = 0; k < donated.size(); ++k) {
-    in_place[k] = e.writable_in_place(donated[k], outputs_[donated[k]], inputs_, outputs_);
-    if (!in_place[k]) staged += round_up(e.output_bytes()[donated[k]]);
-  }
-  if (staged != 0) {
+  donors_.resize(donated.size());
+  e.place_donors(inputs_, outputs_, donors_);
+  if (const size_t staged = e.staged_bytes(inputs_, donors_); staged != 0) {
     staging_.reset(allocate_aligned(staged));
     if (staging_ == nullptr) throw std::bad_alloc();
   }
@@ -49,8 +42,9 @@ BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
     arguments_.push_back(buffers_.back().get());
   }
   for (size_t k = 0; k < donated.size(); ++k) {
-    donors_.push_back(in_place[k] ? outputs_[donated[k]] : next);
-    if (!in_place[k]) next += round_up(e.output_bytes()[donated[k]]);
+    if (donors_[k] != nullptr) continue;
+    donors_[k] = next;
+    next += round_up(e.output_bytes()[donated[k]]);
   }
   donor_buffers_.resize(donated.size());
   arguments_.resize(inputs_.size() + donated.size());

@@ -109,6 +109,28 @@ bool Executable::writable_in_place(size_t output, const void* data,
   return true;
 }
 
+void Executable::place_donors(std::span<const void* const> inputs, std::span<void* const> outputs,
+                              std::span<void*> donors) const noexcept {
+  const bool host = runtime_->host_is_device();
+  for (size_t k = 0; k < donated_outputs_.size(); ++k) {
+    const size_t j = donated_outputs_[k];
+    donors[k] = !host || writable_in_place(j, outputs[j], inputs, outputs) ? outputs[j] : nullptr;
+  }
+}
+
+size_t Executable::staged_bytes(std::span<const void* const> inputs,
+                                std::span<void* const> donors) const noexcept {
+  if (!runtime_->host_is_device()) return 0;
+  size_t staged = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!is_aligned(inputs[i])) staged += round_up(input_bytes_[i]);
+  }
+  for (size_t k = 0; k < donors.size(); ++k) {
+    if (donors[k] == nullptr) staged += round_up(output_bytes_[donated_outputs_[k]]);
+  }
+  return staged;
+}
+
 pjrt::Buffer Executable::buffer_over(const TensorSpec& spec, const void* data,
                                      PJRT_HostBufferSemantics on_host) const {
   const PJRT_Api* api = runtime_->plugin().api();
@@ -150,21 +172,9 @@ void Executable::execute(std::span<const void* const> inputs, std::span<void* co
   // cannot be written in place gets scratch memory too, and is copied from there.
   const bool host = runtime_->host_is_device();
   SmallArray<void*> donors(n_donated);
-  for (size_t k = 0; k < n_donated; ++k) {
-    const size_t j = donated_outputs_[k];
-    donors[k] = !host || writable_in_place(j, outputs[j], inputs, outputs) ? outputs[j] : nullptr;
-  }
-  std::byte* staging = nullptr;
-  if (host) {
-    size_t staged = 0;
-    for (size_t i = 0; i < n_in; ++i) {
-      if (!is_aligned(inputs[i])) staged += round_up(input_bytes_[i]);
-    }
-    for (size_t k = 0; k < n_donated; ++k) {
-      if (donors[k] == nullptr) staged += round_up(output_bytes_[donated_outputs_[k]]);
-    }
-    if (staged != 0) staging = scratch().reserve(staged);
-  }
+  place_donors(inputs, outputs, {donors.data(), n_donated});
+  const size_t staged = staged_bytes(inputs, {donors.data(), n_donated});
+  std::byte* staging = staged != 0 ? scratch().reserve(staged) : nullptr;
 
   SmallArray<pjrt::Buffer> in(n_in + n_donated);
   SmallArray<PJRT_Buffer*> in_raw(n_in + n_donated);

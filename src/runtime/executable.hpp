@@ -40,10 +40,16 @@ class Executable {
   void execute(std::span<const void* const> inputs, std::span<void* const> outputs,
                std::span<bool> in_place = {}) const;
 
-  /// Whether output `output`'s result can be written straight into `data`: on the CPU,
-  /// aligned, and overlapping none of `inputs` and no other of `outputs`.
-  bool writable_in_place(size_t output, const void* data, std::span<const void* const> inputs,
-                         std::span<void* const> outputs) const noexcept;
+  /// Where the donated outputs are written, per donated_outputs()[k]: the caller's memory
+  /// of that output where the result can be written straight into it (on the CPU: aligned,
+  /// and overlapping none of `inputs` and no other of `outputs`; elsewhere always), null
+  /// where it needs staging memory. `donors` has one slot per donated output.
+  void place_donors(std::span<const void* const> inputs, std::span<void* const> outputs,
+                    std::span<void*> donors) const noexcept;
+  /// The staging memory the CPU needs for a call: a round_up()ed slot per input that is
+  /// not aligned and per null one of `donors` (place_donors); 0 elsewhere than on the CPU.
+  size_t staged_bytes(std::span<const void* const> inputs,
+                      std::span<void* const> donors) const noexcept;
   /// The buffer of the donated parameter of output `output`, over `data` (output_bytes()
   /// of it): on the CPU the plugin may write the result there.
   pjrt::Buffer donor_buffer(size_t output, void* data) const;
@@ -67,6 +73,8 @@ class Executable {
   std::string fingerprint() const;
 
  private:
+  bool writable_in_place(size_t output, const void* data, std::span<const void* const> inputs,
+                         std::span<void* const> outputs) const noexcept;
   /// A buffer of `spec` over `data`: with `on_host` semantics on the CPU, a copy elsewhere.
   pjrt::Buffer buffer_over(const TensorSpec& spec, const void* data,
                            PJRT_HostBufferSemantics on_host) const;
