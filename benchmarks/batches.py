@@ -25,7 +25,7 @@ import numpy as np
 
 import cyxla
 from cyxla import _benchmark
-from cyxla._abi import HOST_ALIGNMENT
+from cyxla._bench.paths import aligned
 
 BATCH_SIZES = (16, 256)
 POINTS = (16, 256, 1000)
@@ -33,15 +33,6 @@ POINTS = (16, 256, 1000)
 
 def sin3(x: jax.Array) -> jax.Array:
     return jnp.sin(x) * 2
-
-
-def aligned(array: np.ndarray) -> np.ndarray:
-    """A copy of `array` in 64-byte aligned memory, which the CPU plugin reads in place."""
-    raw = np.empty(array.nbytes + HOST_ALIGNMENT, np.uint8)
-    offset = -raw.ctypes.data % HOST_ALIGNMENT
-    copy = raw[offset : offset + array.nbytes].view(array.dtype).reshape(array.shape)
-    copy[...] = array
-    return copy
 
 
 def batch_loop(

@@ -31,6 +31,7 @@ import numpy as np
 
 import cyxla as cx
 from cyxla import _benchmark, _plugins
+from cyxla._abi import aligned_zeros
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "standalone"
@@ -80,14 +81,6 @@ def launch(command: list[str], env: dict[str, str]) -> tuple[str, int]:
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout, started
-
-
-def aligned(shape: tuple[int, ...]) -> np.ndarray:
-    """A float32 array at an address aligned to cyxla.HOST_ALIGNMENT."""
-    nbytes = int(np.prod(shape)) * 4
-    raw = np.empty(nbytes + cx.HOST_ALIGNMENT, np.uint8)
-    offset = -raw.ctypes.data % cx.HOST_ALIGNMENT
-    return raw[offset : offset + nbytes].view(np.float32).reshape(shape)
 
 
 def summary(values: list[float]) -> str:
@@ -144,9 +137,9 @@ def main() -> int:
     # 1. Per call, interleaved.
     executable, _ = cx.compile_program(program)
     # Aligned like the application's HostArrays, so both read the input in place.
-    x = aligned((16, 64))
+    x = aligned_zeros((16, 64), np.float32)
     x[...] = np.fromfile(data / "inputs.f32", np.float32, count=16 * 64).reshape(16, 64)
-    y = aligned((16, 64))
+    y = aligned_zeros((16, 64), np.float32)
     standalone_ns, hosted_ns = [], []
     for _ in range(args.rounds):
         out, _ = launch([application, str(data), "--bench", str(args.calls)], env)

@@ -8,18 +8,11 @@ from typing import Any
 import numpy as np
 
 from cyxla import _core
-from cyxla._abi import HOST_ALIGNMENT
+from cyxla._abi import aligned_zeros
 from cyxla._errors import BusyError, DtypeError, InvalidArgumentError
 from cyxla._program import TensorSpec
 
-__all__ = ["BoundCall", "aligned_zeros"]
-
-
-def aligned_zeros(spec: TensorSpec) -> np.ndarray:
-    """A zeroed array of `spec` at an address aligned to HOST_ALIGNMENT (read in place)."""
-    raw = np.zeros(spec.nbytes + HOST_ALIGNMENT, np.uint8)
-    offset = -raw.ctypes.data % HOST_ALIGNMENT
-    return raw[offset : offset + spec.nbytes].view(spec.dtype).reshape(spec.shape)
+__all__ = ["BoundCall"]
 
 
 def _carrier(array: np.ndarray) -> np.ndarray:
@@ -32,7 +25,7 @@ def _checked(role: str, arrays: Sequence[Any] | None, specs: tuple[TensorSpec, .
     """The arrays of `role` ("inputs" or "outputs"), checked to be exactly `specs`; new
     aligned arrays where `arrays` is None."""
     if arrays is None:
-        return [aligned_zeros(spec) for spec in specs]
+        return [aligned_zeros(spec.shape, spec.dtype) for spec in specs]
     if isinstance(arrays, (np.ndarray, str, bytes)) or not isinstance(arrays, Sequence):
         raise TypeError(
             f"bind: {role} must be a sequence (list or tuple) of arrays, given "

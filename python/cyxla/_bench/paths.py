@@ -21,7 +21,7 @@ import numpy as np
 
 import cyxla
 from cyxla import _benchmark, _lowering
-from cyxla._abi import HOST_ALIGNMENT
+from cyxla._abi import aligned_zeros
 from cyxla._bench.programs import BenchProgram
 
 __all__ = ["FLOOR", "JIT", "PATHS", "Loop", "Path", "Setup", "applies", "path", "setup"]
@@ -86,10 +86,8 @@ def applies(path: Path, program: BenchProgram) -> bool:
 
 
 def aligned(array: np.ndarray) -> np.ndarray:
-    """A copy of `array` in 64-byte aligned memory."""
-    raw = np.empty(array.nbytes + HOST_ALIGNMENT, np.uint8)
-    offset = -raw.ctypes.data % HOST_ALIGNMENT
-    copy = raw[offset : offset + array.nbytes].view(array.dtype).reshape(array.shape)
+    """A copy of `array` in memory aligned to HOST_ALIGNMENT."""
+    copy = aligned_zeros(array.shape, array.dtype)
     copy[...] = array
     return copy
 
