@@ -9,52 +9,23 @@ import numpy as np
 
 from cyxla import _core
 from cyxla._abi import aligned_zeros
-from cyxla._errors import BusyError, DtypeError, InvalidArgumentError
+from cyxla._errors import BusyError, InvalidArgumentError
+from cyxla._exact_arrays import carrier_view, exact_arrays
 from cyxla._program import TensorSpec
 
 __all__ = ["BoundCall"]
 
 
-def _carrier(array: np.ndarray) -> np.ndarray:
-    """`array` as the core reads it: bfloat16 and other ml_dtypes types as unsigned ints."""
-    dtype = array.dtype
-    return array.view(f"u{dtype.itemsize}") if dtype.kind == "V" else array
-
-
-def _checked(role: str, arrays: Sequence[Any] | None, specs: tuple[TensorSpec, ...]) -> list[Any]:
+def _checked(
+    role: str, arrays: Sequence[Any] | None, specs: tuple[TensorSpec, ...], program: str
+) -> list[Any]:
     """The arrays of `role` ("inputs" or "outputs"), checked to be exactly `specs`; new
     aligned arrays where `arrays` is None."""
     if arrays is None:
         return [aligned_zeros(spec.shape, spec.dtype) for spec in specs]
-    if isinstance(arrays, (np.ndarray, str, bytes)) or not isinstance(arrays, Sequence):
-        raise TypeError(
-            f"bind: {role} must be a sequence (list or tuple) of arrays, given "
-            f"{type(arrays).__name__}"
-        )
-    if len(arrays) != len(specs):
-        raise InvalidArgumentError(
-            f"bind: {role} must hold {len(specs)} arrays, one per {role[:-1]}, given {len(arrays)}"
-        )
-    for index, (array, spec) in enumerate(zip(arrays, specs, strict=True)):
-        where = f"bind: {role}[{index}]"
-        if not isinstance(array, np.ndarray):
-            raise TypeError(
-                f"{where} must be a numpy.ndarray of {spec}, given {type(array).__name__}"
-            )
-        given = f"{array.dtype.name}[{','.join(map(str, array.shape))}]"
-        if array.dtype != spec.dtype:
-            raise DtypeError(f"{where}: expected {spec}, given {given} (nothing is cast)")
-        if array.shape != spec.shape:
-            raise InvalidArgumentError(f"{where}: expected shape {spec}, given {given}")
-        if not array.flags.c_contiguous:
-            raise InvalidArgumentError(
-                f"{where}: expected a C-contiguous array, given one that is not"
-            )
-        if role == "outputs" and not array.flags.writeable:
-            raise InvalidArgumentError(
-                f"{where}: expected a writeable array, given a read-only one"
-            )
-    return list(arrays)
+    return exact_arrays(
+        f"bind: {role}", arrays, specs, program=program, writeable=role == "outputs"
+    )
 
 
 class BoundCall:
@@ -75,15 +46,16 @@ class BoundCall:
         specs: tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]],
         inputs: Sequence[Any] | None,
         outputs: Sequence[Any] | None,
+        program: str,
     ) -> None:
-        ins = _checked("inputs", inputs, specs[0])
-        outs = _checked("outputs", outputs, specs[1])
+        ins = _checked("inputs", inputs, specs[0], program)
+        outs = _checked("outputs", outputs, specs[1], program)
         #: The arrays the program reads, in the program's dtypes.
         self.inputs: tuple[np.ndarray, ...] = tuple(ins)
         #: The arrays the program writes; a call returns this tuple.
         self.outputs: tuple[np.ndarray, ...] = tuple(outs)
         self._native: _core.BoundCall | None = _core.BoundCall(
-            native, [_carrier(a) for a in ins], [_carrier(a) for a in outs]
+            native, [carrier_view(a) for a in ins], [carrier_view(a) for a in outs]
         )
 
     def __call__(self) -> tuple[np.ndarray, ...]:

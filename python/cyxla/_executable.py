@@ -15,6 +15,7 @@ from cyxla._bound import BoundCall
 from cyxla._cache import executables
 from cyxla._compile_options import compile_options as _compile_options
 from cyxla._errors import DtypeError, InvalidArgumentError
+from cyxla._exact_arrays import carrier_view, exact_arrays
 from cyxla._ffi import checks
 from cyxla._program import (
     Program,
@@ -166,24 +167,21 @@ class Executable:
         `bound()`, read `bound.outputs`. A wrong count or shape raises InvalidArgumentError,
         a wrong dtype DtypeError, anything but arrays TypeError, naming the argument.
         """
-        return BoundCall(self._native, (self.inputs, self.outputs), inputs, outputs)
+        return BoundCall(
+            self._native, (self.inputs, self.outputs), inputs, outputs, self.program.name
+        )
 
     def _carriers_of(self, out: Any) -> list[np.ndarray]:
         """The arrays of `out`, checked against the outputs, as the core writes them."""
-        if isinstance(out, (np.ndarray, str, bytes)) or not isinstance(out, Sequence):
-            raise TypeError(
-                f"run: out must be a sequence (list or tuple) of arrays, one per output of "
-                f"{self.program.name}, given {type(out).__name__}"
-            )
-        if len(out) != len(self._out):
-            raise InvalidArgumentError(
-                f"run: out must hold {len(self._out)} arrays, one per output of "
-                f"{self.program.name}, given {len(out)}"
-            )
-        return [
-            _output_carrier(j, o, spec)
-            for j, (o, spec) in enumerate(zip(out, self.program.outputs, strict=True))
-        ]
+        arrays = exact_arrays(
+            "run: out",
+            out,
+            self.program.outputs,
+            program=self.program.name,
+            writeable=True,
+            cast_note="out is not cast",
+        )
+        return [carrier_view(a) for a in arrays]
 
     def _convert(self, arrays: Sequence[Any]) -> list[np.ndarray]:
         if len(arrays) != len(self._in):
@@ -260,27 +258,6 @@ def _check_compile_arguments(program: Any, options: Any) -> None:
             "compile_program: options must map XLA debug option names (str) to values, "
             f"given {options!r}"
         )
-
-
-def _output_carrier(index: int, array: Any, spec: TensorSpec) -> np.ndarray:
-    """`array` checked to be output `index`'s memory (spec `spec`), viewed as the core
-    writes it (bfloat16 as uint16)."""
-    where = f"run: out[{index}]"
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"{where} must be a numpy.ndarray of {spec}, given {type(array).__name__}")
-    given = f"{array.dtype.name}[{','.join(map(str, array.shape))}]"
-    if array.shape != spec.shape:
-        raise InvalidArgumentError(f"{where}: expected shape {spec}, given {given}")
-    if array.dtype != spec.dtype:
-        raise DtypeError(f"{where}: expected {spec}, given {given} (out is not cast)")
-    if not array.flags.writeable:
-        raise InvalidArgumentError(f"{where}: expected a writeable array, given a read-only one")
-    if not array.flags.c_contiguous:
-        raise InvalidArgumentError(
-            f"{where}: expected a C-contiguous array, given a {given} that is not"
-        )
-    carrier = _carrier(spec.dtype)
-    return array.view(carrier) if carrier is not None else array
 
 
 def compile_program(
