@@ -5,7 +5,6 @@ command."""
 from __future__ import annotations
 
 import collections
-import dataclasses
 import errno
 import hashlib
 import json
@@ -29,12 +28,12 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _backend, _executable, _plugins
+from cyxla import _plugins
 from cyxla.__main__ import main as cli
 from cyxla._cache import keys as cache_keys
 from cyxla._cache import store
 
-from support import run_cyxla, run_python
+from support import plugin_library, run_cyxla, run_python
 
 # ------------------------------------------------------------------ helpers
 
@@ -46,29 +45,23 @@ import json, os, time
 import numpy as np
 import jax, jax.numpy as jnp
 import cyxla as cx
-from cyxla._cache import store
 
 def affine(x, w):
     return jnp.tanh(x @ w) + 1.0
 
-barrier = os.environ.get("BARRIER")
-if barrier:
-    original = store.write
-
-    def write(kind, *args, **kwargs):
-        # The executable's entry only: loading the plugin writes the start-up caches'.
-        if kind == "executables":
-            open(os.path.join(barrier, f"at-write-{os.getpid()}"), "w").close()
-            deadline = time.monotonic() + 120
-            while sum(n.startswith("at-write-") for n in os.listdir(barrier)) < 2:
-                assert time.monotonic() < deadline, "the other process never came"
-                time.sleep(0.002)
-        return original(kind, *args, **kwargs)
-
-    store.write = write
-
 f32 = jnp.float32
 program = cx.lower(affine, [jax.ShapeDtypeStruct((4, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
+barrier = os.environ.get("BARRIER")
+if barrier:
+    # Both processes start compile_program together, with the plugin loaded: both look
+    # the program up before either has stored it, compile it, and write at once.
+    cx.initialize()
+    open(os.path.join(barrier, f"at-compile-{os.getpid()}"), "w").close()
+    deadline = time.monotonic() + 120
+    while sum(n.startswith("at-compile-") for n in os.listdir(barrier)) < 2:
+        assert time.monotonic() < deadline, "the other process never came"
+        time.sleep(0.001)
+
 x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
 w = np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)
 executable, stats = cx.compile_program(program)
@@ -119,29 +112,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, str(directory))
     monkeypatch.delenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, raising=False)
     return directory
-
-
-class _SpyRuntime:
-    """The process's runtime, recording every payload handed to `deserialize`."""
-
-    def __init__(self, runtime: Any) -> None:
-        self._runtime = runtime
-        self.deserialized: list[bytes] = []
-
-    def deserialize(self, serialized: bytes, inputs: Any, donated_outputs: Any = ()) -> Any:
-        self.deserialized.append(bytes(serialized))
-        return self._runtime.deserialize(serialized, inputs, list(donated_outputs))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runtime, name)
-
-
-@pytest.fixture
-def spy(monkeypatch: pytest.MonkeyPatch) -> _SpyRuntime:
-    loaded = cx.initialize()
-    recorder = _SpyRuntime(loaded.runtime)
-    monkeypatch.setattr(_backend, "_loaded", dataclasses.replace(loaded, runtime=recorder))
-    return recorder
 
 
 def _payload(path: Path) -> bytes:
@@ -218,7 +188,7 @@ def test_default_cache_directory_follows_xdg(
     assert cx.cache_directory() == tmp_path / "home" / ".cache" / "cyxla"
 
 
-def test_cache_is_created_private(cache: Path, spy: _SpyRuntime) -> None:
+def test_cache_is_created_private(cache: Path) -> None:
     cx.compile_program(_program())
     (entry,) = _entries(cache)
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
@@ -226,9 +196,7 @@ def test_cache_is_created_private(cache: Path, spy: _SpyRuntime) -> None:
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
 
 
-def test_cache_off_writes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _SpyRuntime
-) -> None:
+def test_cache_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     for off in ("", "0"):
         monkeypatch.setenv("CYXLA_CACHE_DIR", off)
@@ -239,7 +207,6 @@ def test_cache_off_writes_nothing(
         assert not cx.store_lowered("off", _program())
         assert cx.load_lowered("off") is None
     assert list(tmp_path.iterdir()) == []
-    assert spy.deserialized == []
 
 
 def test_unresolvable_cache_directory_turns_the_cache_off(
@@ -277,7 +244,7 @@ def test_hit_and_miss_across_processes(cache: Path) -> None:
     assert second == {**second, "hit": True, "error": None, "right": True}
 
 
-def test_hit_in_process_reports_its_statistics(cache: Path, spy: _SpyRuntime) -> None:
+def test_hit_in_process_reports_its_statistics(cache: Path) -> None:
     program = _program()
     executable, miss = cx.compile_program(program)
     _check(executable)
@@ -287,10 +254,9 @@ def test_hit_in_process_reports_its_statistics(cache: Path, spy: _SpyRuntime) ->
     _check(executable)
     assert (hit.cache_hit, hit.cache_error, hit.compile_seconds) == (True, None, 0.0)
     assert hit.load_seconds > 0
-    assert len(spy.deserialized) == 1
 
 
-def test_compile_options_are_part_of_the_key(cache: Path, spy: _SpyRuntime) -> None:
+def test_compile_options_are_part_of_the_key(cache: Path) -> None:
     program = _program()
     cx.compile_program(program)
     _, stats = cx.compile_program(program, options={"xla_backend_optimization_level": 1})
@@ -321,9 +287,11 @@ def test_two_processes_compiling_the_same_program_at_once(cache: Path, tmp_path:
         outcomes.append(
             _outcome(subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr))
         )
-    # Both stopped at the barrier before storing: both compiled, then both wrote.
+    # Both met at the barrier, then compiled and wrote at once (a hit is possible only if
+    # one process compiled before the other looked, which the 20 ms compile makes rare).
     assert len(list(barrier.iterdir())) == 2
-    assert all(o["hit"] is False and o["error"] is None and o["right"] for o in outcomes)
+    assert all(o["error"] is None and o["right"] for o in outcomes)
+    assert not all(o["hit"] for o in outcomes)
     assert len(_entries(cache)) == 1
     assert not [p for p in (cache / "executables").iterdir() if p.suffix != ".entry"]
     third = _child(cache)
@@ -394,9 +362,7 @@ _DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
 
 
 @pytest.mark.parametrize("damage", list(_DAMAGE))
-def test_damaged_entry_is_ignored_reported_and_replaced(
-    cache: Path, spy: _SpyRuntime, damage: str
-) -> None:
+def test_damaged_entry_is_ignored_reported_and_replaced(cache: Path, damage: str) -> None:
     change, message = _DAMAGE[damage]
     program = _program()
     cx.compile_program(program)
@@ -407,28 +373,19 @@ def test_damaged_entry_is_ignored_reported_and_replaced(
     _check(executable)  # compiled afresh: right whatever the entry held
     assert not stats.cache_hit
     assert stats.cache_error is not None and message in stats.cache_error
-    assert spy.deserialized == []  # the damaged bytes never reached the plugin
     executable, stats = cx.compile_program(program)
     assert (stats.cache_hit, stats.cache_error) == (True, None)
-    assert spy.deserialized == [_payload(entry)]  # the replacement, not the damaged entry
     _check(executable)
 
 
 _FOREIGN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "another cyxla": (lambda h: h.update(cyxla_version="0.0.1"), "written by cyxla 0.0.1"),
-    "another plugin": (
-        lambda h: h["plugin"].update(size=h["plugin"]["size"] + 1),
-        "written by another plugin",
-    ),
-    "other inputs": (lambda h: h.update(inputs=[[11, [1]], [11, [1]]]), "other inputs"),
     "another kind": (lambda h: h.update(kind="programs"), "for another key"),
 }
 
 
 @pytest.mark.parametrize("foreign", list(_FOREIGN))
-def test_foreign_entry_is_ignored_reported_and_replaced(
-    cache: Path, spy: _SpyRuntime, foreign: str
-) -> None:
+def test_foreign_entry_is_ignored_reported_and_replaced(cache: Path, foreign: str) -> None:
     change, message = _FOREIGN[foreign]
     program = _program()
     cx.compile_program(program)
@@ -439,12 +396,11 @@ def test_foreign_entry_is_ignored_reported_and_replaced(
     _check(executable)
     assert not stats.cache_hit
     assert stats.cache_error is not None and message in stats.cache_error
-    assert spy.deserialized == []
     _, stats = cx.compile_program(program)
     assert stats.cache_hit
 
 
-def test_entry_of_another_program_is_not_loaded(cache: Path, spy: _SpyRuntime) -> None:
+def test_entry_of_another_program_is_not_loaded(cache: Path) -> None:
     first, second = _program(2.0), _program(3.0)
     cx.compile_program(first)
     (first_entry,) = _entries(cache)
@@ -456,7 +412,6 @@ def test_entry_of_another_program_is_not_loaded(cache: Path, spy: _SpyRuntime) -
     _check(executable, scale=3.0)
     assert not stats.cache_hit
     assert stats.cache_error is not None and "for another key" in stats.cache_error
-    assert spy.deserialized == []
 
 
 # ------------------------------------------------------------------ hostile entries
@@ -518,21 +473,14 @@ def test_hostile_lowered_entry_is_a_miss(
     assert cx.load_lowered("hostile") == _tanh_program()
 
 
-#: Executable-entry header fields with a valid checksum that must read as a miss.
+#: Executable-entry header fields with a valid checksum that must read as a miss. (What the
+#: executable takes and writes in place is no header field: a hit reads it from the plugin.)
 _HOSTILE_EXECUTABLES = {
-    "deep nesting": ("inputs", "[" * 100_000 + "]" * 100_000),
-    "an Infinity dimension": ("inputs", "[[11, [Infinity, 8]]]"),
-    "a huge dimension": ("inputs", "[[11, [1e400, 8]]]"),
-    "a float element type": ("inputs", "[[11.0, [4, 8]]]"),
-    "inputs as a string": ("inputs", '"11"'),
-    "a source of another type": ("source", "[1, 2]"),
-    "a plugin of another type": ("plugin", '"cpu"'),
+    "deep nesting": ("name", "[" * 100_000 + "]" * 100_000),
+    "an Infinity": ("name", "Infinity"),
+    "a huge number": ("name", "1e400"),
     "a payload length that is a bool": ("payload_length", "true"),
     "a key of another type": ("key", "1"),
-    "donated outputs as null": ("donated", "null"),
-    "a donated output beyond the outputs": ("donated", "[1]"),
-    "a donated output twice": ("donated", "[0, 0]"),
-    "a donated output that is a bool": ("donated", "[false]"),
 }
 
 
@@ -551,33 +499,6 @@ def test_hostile_executable_entry_is_a_miss(cache: Path, case: str) -> None:
     np.testing.assert_allclose(executable.run([_tanh_x()])[0], np.tanh(_tanh_x()) * 2.0, rtol=1e-5)
     _, again = cx.compile_program(program)
     assert again.cache_hit  # replaced
-
-
-def test_a_hit_takes_the_outputs_written_in_place_from_the_entry(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Reading them from the StableHLO costs an MLIR context (~25 ms in a new process),
-    # so a hit uses what the entry recorded; the result is still written in place.
-    def sin_and_sum(x: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return jnp.sin(x), jnp.sum(x)
-
-    program = cx.lower(sin_and_sum, [_spec(128, 128)])
-    cx.compile_program(program)
-    (entry,) = _entries(cache)
-    assert _split(entry)[0]["donated"] == [0]
-
-    def unreadable(program: cx.Program) -> tuple[int, ...]:
-        raise AssertionError("a hit read the StableHLO")
-
-    monkeypatch.setattr(_executable, "donated_outputs", unreadable)
-    executable, stats = cx.compile_program(program)
-    assert stats.cache_hit
-    x = np.linspace(-3, 3, 128 * 128, dtype=np.float32).reshape(128, 128)
-    out = np.empty((128, 128), np.float32)
-    total = np.empty((), np.float32)
-    executable.run([x], out=[out, total])
-    np.testing.assert_allclose(out, np.sin(x), rtol=1e-6)
-    np.testing.assert_allclose(total, x.sum(), rtol=1e-4, atol=1e-3)
 
 
 def test_cache_info_shows_a_hostile_name_as_unknown(
@@ -684,7 +605,8 @@ def test_executable_entry_moved_to_another_key_is_a_miss(cache: Path) -> None:
 
 
 def test_executable_entry_with_another_source_is_a_miss(cache: Path) -> None:
-    """Even with the binding recomputed: the source recorded is compared with the program's."""
+    """Even with the binding recomputed: the program digest recorded is compared with the
+    program's (a faulty writer's entry under the wrong key)."""
     doubled, tripled = _tanh_program(2.0), _tanh_program(3.0)
     cx.compile_program(doubled)
     (doubled_entry,) = _entries(cache, "executables")
@@ -696,7 +618,8 @@ def test_executable_entry_with_another_source_is_a_miss(cache: Path) -> None:
     tripled_entry.write_bytes(store._encode(header, payload))
     executable, stats = cx.compile_program(tripled)
     assert not stats.cache_hit
-    assert stats.cache_error is not None and "another program" in stats.cache_error
+    assert stats.cache_error is not None
+    assert "was compiled from another program or with other options" in stats.cache_error
     np.testing.assert_allclose(executable.run([_tanh_x()])[0], np.tanh(_tanh_x()) * 3.0, rtol=1e-5)
 
 
@@ -724,7 +647,7 @@ def test_entries_of_an_older_format_are_a_miss(cache: Path) -> None:
 # ------------------------------------------------------------------ unsafe entries
 
 
-def test_world_writable_cache_directory_is_refused(cache: Path, spy: _SpyRuntime) -> None:
+def test_world_writable_cache_directory_is_refused(cache: Path) -> None:
     program = _program()
     cx.compile_program(program)
     (entry,) = _entries(cache)
@@ -738,22 +661,21 @@ def test_world_writable_cache_directory_is_refused(cache: Path, spy: _SpyRuntime
     _check(executable)
     assert not stats.cache_hit
     assert stats.cache_error is not None and "other users" in stats.cache_error
-    assert spy.deserialized == []
     assert _entries(cache) == [entry] and entry.stat().st_mtime_ns == before  # untouched
     _, stats = cx.compile_program(program)
     assert stats.cache_hit
 
 
-def test_writable_entry_directory_is_refused(cache: Path, spy: _SpyRuntime) -> None:
+def test_writable_entry_directory_is_refused(cache: Path) -> None:
     program = _program()
     cx.compile_program(program)
     (cache / "executables").chmod(0o770)
     with pytest.warns(UserWarning, match="can be written by other users"):
         _, stats = cx.compile_program(program)
-    assert not stats.cache_hit and spy.deserialized == []
+    assert not stats.cache_hit
 
 
-def test_group_writable_entry_is_refused_and_replaced(cache: Path, spy: _SpyRuntime) -> None:
+def test_group_writable_entry_is_refused_and_replaced(cache: Path) -> None:
     program = _program()
     cx.compile_program(program)
     (entry,) = _entries(cache)
@@ -761,14 +683,14 @@ def test_group_writable_entry_is_refused_and_replaced(cache: Path, spy: _SpyRunt
     with pytest.warns(UserWarning, match="can be written by other users"):
         executable, stats = cx.compile_program(program)
     _check(executable)
-    assert not stats.cache_hit and spy.deserialized == []
+    assert not stats.cache_hit
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600  # replaced by a private one
     _, stats = cx.compile_program(program)
     assert stats.cache_hit
 
 
 def test_cache_owned_by_another_user_is_refused(
-    cache: Path, spy: _SpyRuntime, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     program = _program()
     cx.compile_program(program)
@@ -777,11 +699,11 @@ def test_cache_owned_by_another_user_is_refused(
     with pytest.warns(UserWarning, match="is owned by user"):
         executable, stats = cx.compile_program(program)
     _check(executable)
-    assert not stats.cache_hit and spy.deserialized == []
+    assert not stats.cache_hit
     assert stats.cache_error is not None and "owned by user" in stats.cache_error
 
 
-def test_symbolic_link_entry_is_refused(cache: Path, spy: _SpyRuntime, tmp_path: Path) -> None:
+def test_symbolic_link_entry_is_refused(cache: Path, tmp_path: Path) -> None:
     program = _program()
     cx.compile_program(program)
     (entry,) = _entries(cache)
@@ -789,7 +711,7 @@ def test_symbolic_link_entry_is_refused(cache: Path, spy: _SpyRuntime, tmp_path:
     entry.rename(elsewhere)
     entry.symlink_to(elsewhere)  # the right bytes, but not a file of the cache
     _, stats = cx.compile_program(program)
-    assert not stats.cache_hit and spy.deserialized == []
+    assert not stats.cache_hit
     assert stats.cache_error is not None and "cannot open" in stats.cache_error
     assert not entry.is_symlink()  # replaced by a real entry
 
@@ -902,7 +824,7 @@ def test_eviction_removes_the_least_recently_used(
 
 
 def test_compiled_entries_stay_within_the_bound(
-    cache: Path, spy: _SpyRuntime, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cx.compile_program(_program(2.0))
     (entry,) = _entries(cache)
@@ -916,7 +838,7 @@ def test_compiled_entries_stay_within_the_bound(
 
 
 def test_entry_larger_than_the_bound_is_reported(
-    cache: Path, spy: _SpyRuntime, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, "100")
     executable, stats = cx.compile_program(_program())
@@ -930,42 +852,6 @@ def test_entry_larger_than_the_bound_is_reported(
 
 
 # ------------------------------------------------------------------ keys
-
-
-def test_executable_key_changes_when_any_part_changes() -> None:
-    program = _program()
-    identity = {
-        "path": "/p.so",
-        "size": 10,
-        "mtime_ns": 5,
-        "pjrt_version": [0, 90],
-        "xla_version": 2,
-    }
-    base = (program, b"options", identity, {"asynchronous": False}, "0.1.0")
-
-    def key(**changes: Any) -> str:
-        parts = dict(
-            zip(("program", "options", "identity", "client", "version"), base, strict=True)
-        )
-        parts.update(changes)
-        return cache_keys.executable_key(*parts.values())
-
-    keys = [key()]
-    keys.append(key(program=dataclasses.replace(program, stablehlo=program.stablehlo + b" ")))
-    keys.append(key(program=dataclasses.replace(program, platform="cuda")))
-    keys.append(key(options=b"other options"))
-    for field, value in [
-        ("path", "/q.so"),
-        ("size", 11),
-        ("mtime_ns", 6),
-        ("pjrt_version", [0, 91]),
-        ("xla_version", 3),
-    ]:
-        keys.append(key(identity={**identity, field: value}))
-    keys.append(key(client={"asynchronous": True}))
-    keys.append(key(version="0.2.0"))
-    assert len(set(keys)) == len(keys)
-    assert key() == keys[0]  # and the same parts give the same key
 
 
 def test_cache_key_changes_when_any_part_changes(
@@ -1200,9 +1086,7 @@ def test_store_lowered_refuses_outputs_it_cannot_rebuild(cache: Path) -> None:
 # ------------------------------------------------------------------ the cache command
 
 
-def test_cache_command_shows_and_clears(
-    cache: Path, spy: _SpyRuntime, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cache_command_shows_and_clears(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cx.compile_program(_program())
     cx.store_lowered("shown", _program())
     assert cli(["cache", "info"]) == 0
@@ -1298,7 +1182,7 @@ def test_entry_directory_that_is_a_link_is_refused(cache: Path, tmp_path: Path) 
 
 
 def test_cache_directory_that_cannot_be_made_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: _SpyRuntime
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "file").write_text("not a directory")
     monkeypatch.setenv("CYXLA_CACHE_DIR", str(tmp_path / "file" / "cache"))
@@ -1311,7 +1195,7 @@ def test_cache_directory_that_cannot_be_made_is_refused(
     assert stats.cache_error is not None and "cannot use the cache directory" in stats.cache_error
 
 
-def test_store_refused_after_a_miss_is_reported(cache: Path, spy: _SpyRuntime) -> None:
+def test_store_refused_after_a_miss_is_reported(cache: Path) -> None:
     """The lookup finds no entry directory; storing then finds the cache unsafe."""
     cache.mkdir()
     cache.chmod(0o777)
@@ -1395,7 +1279,7 @@ def test_entry_that_is_a_pipe_is_not_read(cache: Path) -> None:
         os.close(writer)
 
 
-def test_directory_in_place_of_an_entry(cache: Path, spy: _SpyRuntime) -> None:
+def test_directory_in_place_of_an_entry(cache: Path) -> None:
     """Not loaded, not replaced (the rename fails and leaves no temporary file), and
     compiling goes on."""
     program = _program()
@@ -1405,7 +1289,7 @@ def test_directory_in_place_of_an_entry(cache: Path, spy: _SpyRuntime) -> None:
     entry.mkdir(mode=0o700)
     executable, stats = cx.compile_program(program)
     _check(executable)
-    assert not stats.cache_hit and spy.deserialized == []
+    assert not stats.cache_hit
     assert stats.cache_error is not None
     assert "is not a regular file" in stats.cache_error
     assert "could not store the executable" in stats.cache_error
@@ -1548,24 +1432,41 @@ def test_cache_command_clear_when_off_or_failing(
     )
 
 
-def test_plugin_library_that_moved_is_not_identified(
-    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+_MOVED_PLUGIN = """
+import json, os, sys
+import jax, jax.numpy as jnp, numpy as np
+import cyxla as cx
+library = sys.argv[1]
+cx.initialize(library, platform="cpu")
+os.unlink(library)  # the library this process runs is gone from its path
+program = cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+executable, stats = cx.compile_program(program)
+x = np.array([0.5, 1.0, 2.0], np.float32)
+right = bool(np.allclose(executable.run([x])[0], np.sin(x)))
+print(json.dumps({"hit": stats.cache_hit, "error": stats.cache_error, "right": right}))
+"""
+
+
+def test_plugin_library_that_moved_is_not_identified(cache: Path, tmp_path: Path) -> None:
     """No key can be trusted, so the program is compiled and nothing is stored."""
-    loaded = cx.initialize()
-    moved = dataclasses.replace(loaded, library=str(tmp_path / "moved" / "plugin.so"))
-    monkeypatch.setattr(_backend, "_loaded", moved)
-    executable, stats = cx.compile_program(_program())
-    _check(executable)
-    assert not stats.cache_hit
-    assert stats.cache_error is not None
-    assert stats.cache_error.startswith("cannot identify the plugin: ")
-    assert "No such file" in stats.cache_error
-    # Nothing stored (the process's first initialize may have kept its probe and scan).
+    library = tmp_path / "plugin.so"
+    shutil.copyfile(plugin_library(), library)
+    result = subprocess.run(
+        [sys.executable, "-c", _MOVED_PLUGIN, str(library)],
+        env={**os.environ, "CYXLA_CACHE_DIR": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    outcome = _outcome(result)
+    assert (outcome["hit"], outcome["right"]) == (False, True)
+    assert outcome["error"] == (
+        f"cannot identify the plugin library {library}: it is no longer there"
+    )
     assert _entries(cache) == []
 
 
-def test_cached_executable_with_other_outputs_is_not_used(cache: Path, spy: _SpyRuntime) -> None:
+def test_cached_executable_with_other_outputs_is_not_used(cache: Path) -> None:
     """An entry that passes every check but holds another program's code (as a buggy or
     altered build could write) is caught by the outputs of what the plugin loaded."""
     inputs = [_spec(4, 8), _spec(8, 8)]
@@ -1585,8 +1486,9 @@ def test_cached_executable_with_other_outputs_is_not_used(cache: Path, spy: _Spy
     executable, stats = cx.compile_program(total)
     assert not stats.cache_hit
     assert stats.cache_error is not None
-    assert "loaded with outputs [(11, [4, 8])], not [(11, [])]" in stats.cache_error
-    assert spy.deserialized == [_payload(product_entry)]
+    assert "the output specs are (f32[]), but the compiled program returns (f32[4,8])" in (
+        stats.cache_error
+    )
     x = np.ones((4, 8), np.float32)
     (out,) = executable.run([x, np.ones((8, 8), np.float32)])
     assert out.shape == () and out == pytest.approx(256.0)
@@ -1626,27 +1528,6 @@ def test_cache_key_parts_of_every_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cache_keys._distribution_version(missing) is None
     assert cx.cache_key("m", distributions=[missing]) == cx.cache_key("m", distributions=[missing])
     assert cx.cache_key("m", distributions=[missing]) != cx.cache_key("m")
-
-
-def test_host_identity_without_proc_cpuinfo(monkeypatch: pytest.MonkeyPatch) -> None:
-    import platform
-
-    def no_cpuinfo(*_: Any, **__: Any) -> Any:
-        raise FileNotFoundError(2, "No such file or directory", "/proc/cpuinfo")
-
-    monkeypatch.setattr(cache_keys, "open", no_cpuinfo, raising=False)
-    monkeypatch.setattr(platform, "processor", lambda: "arm-test-cpu")
-    cache_keys.host_identity.cache_clear()
-    try:
-        identity = cache_keys.host_identity()
-    finally:
-        cache_keys.host_identity.cache_clear()
-    assert identity == {
-        "machine": platform.machine(),
-        "features": hashlib.sha256(b"arm-test-cpu").hexdigest(),
-    }
-    monkeypatch.undo()
-    assert cache_keys.host_identity()["features"] != identity["features"]  # /proc/cpuinfo's
 
 
 @pytest.fixture(autouse=True)

@@ -28,9 +28,8 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _backend, _core, _plugins
-from cyxla._cache import keys, store
-from cyxla._compile_options import compile_options
+from cyxla import _core, _plugins
+from cyxla._cache import store
 from cyxla._program import donated_outputs
 
 from support import (
@@ -108,14 +107,12 @@ def load_and_run(api: Api, path: Path, arrays: list[np.ndarray]) -> list[np.ndar
 
 
 #: A fresh process that never compiles in Python: it opens the runtime through libcyxla's
-#: own export, as a C program does, loads the program file and prints its outputs and the
-#: native loader's key.
+#: own export, as a C program does, loads the program file and prints its outputs.
 _NATIVE_CHILD = """
 import ctypes, json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 import cyxla as cx
-from cyxla import _core
 from support import Api, ClientOption
 from test_cache_interop import inputs, load_and_run, open_native_runtime
 library = ctypes.CDLL(cx.get_library())
@@ -124,7 +121,7 @@ api = library.cyxla_get_api().contents
 open_native_runtime(api, *(ClientOption(n, t, None, i, 0.0) for n, t, i in {options!r}))
 path = Path({path!r})
 (out,) = load_and_run(api, path, inputs())
-print(json.dumps({{"out": out.tolist(), "key": _core._executable_cache_key(str(path))}}))
+print(json.dumps({{"out": out.tolist()}}))
 """
 
 
@@ -144,23 +141,17 @@ def expected() -> np.ndarray:
     return np.asarray(jax.jit(mlp)(*inputs()))
 
 
-def python_key(program: cx.Program) -> tuple[str, str]:
-    """Python's key document (as json.dumps writes it) and key of `program` compiled by
-    this process's runtime with the default compile options."""
-    loaded = _backend.loaded()
-    assert loaded is not None
-    source = keys.executable_source(
-        program,
-        compile_options(),
-        keys.library_identity(loaded),
-        loaded.options,
-        store.cyxla_version(),
-    )
-    return json.dumps(source, sort_keys=True, separators=(",", ":")), keys.key_of(source)
-
-
 def entry_file(cache: Path, key: str) -> Path:
     return store.entry_path(cache / "executables", key)
+
+
+def loaded_entry(cache: Path, path: Path, arrays: list[np.ndarray] | None = None) -> Path:
+    """Loads the program file at `path` with the native loader in this process and runs it
+    on `arrays` (the MLP's inputs by default); the entry that the load stored."""
+    before = cache_files(cache)
+    load_and_run(table(), path, arrays or inputs())
+    (entry,) = cache_files(cache) - before
+    return entry
 
 
 def cache_files(cache: Path, kind: str = "executables") -> set[Path]:
@@ -206,30 +197,7 @@ def native_load(path: Path) -> None:
     np.testing.assert_allclose(out.reshape(4, 8), expected(), rtol=1e-6)
 
 
-# ------------------------------------------------------------------ the key
-
-
-def test_the_native_key_is_pythons_on_pythons_runtime(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    loaded = _backend.loaded()
-    assert loaded is not None
-    text, key = _core._executable_cache_key(str(path), loaded.runtime)
-    assert (text, key) == python_key(program)
-    assert key == hashlib.sha256(text.encode()).hexdigest()
-    # The process's runtime, which the loader uses, is Python's.
-    assert _core._executable_cache_key(str(path)) == (text, key)
-
-
-def test_the_native_key_is_pythons_on_a_runtime_that_c_opened(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    child = native_child(path, cache)
-    assert child["key"] == list(python_key(program))
+# ------------------------------------------------------------------ client options
 
 
 @pytest.mark.parametrize("entry", ["cpu", "cuda12", "cuda13", "rocm7", "tpu"])
@@ -250,47 +218,12 @@ def test_an_option_c_names_replaces_the_default_and_gives_another_key(
 ) -> None:
     path = tmp_path / "mlp.cyxla"
     program.save(path)
+    cx.compile_program(program)  # Python's client: the defaults
+    assert len(cache_files(cache)) == 1
     asynchronous = ClientOption(b"asynchronous", OPTION_BOOL, None, 1, 0.0)
     child = native_child(path, cache, asynchronous)
     np.testing.assert_allclose(child["out"], expected().ravel(), rtol=1e-6)
-    source = json.loads(child["key"][0])
-    assert source["client_options"] == {
-        "asynchronous": ["bool", True],
-        "cpu_device_count": ["int", "1"],
-    }
-    assert child["key"] != list(python_key(program))
-
-
-def test_client_options_of_every_type_give_pythons_key(
-    scripted: tuple[_core.Plugin, ctypes.CDLL],
-    control: ctypes.CDLL,
-    program: cx.Program,
-    tmp_path: Path,
-    cache: Path,
-) -> None:
-    # 0.1 and 1e-7 are no float32: the key holds the double given, as Python's does.
-    options = {"s": "text é 😀", "i": -4, "l": [5, 6], "f": 0.1, "g": 1e-7, "b": True}
-    plugin = scripted[0]
-    client = _core.Runtime.create(plugin, options)
-    loaded = _backend.LoadedPlugin("fake", plugin.path, options, plugin, client)
-    source = keys.executable_source(
-        program, compile_options(), keys.library_identity(loaded), options, cx.__version__
-    )
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    text, key = _core._executable_cache_key(str(path), client)
-    assert text == json.dumps(source, sort_keys=True, separators=(",", ":"))
-    assert key == keys.key_of(source)
-
-
-def test_the_cache_off_gives_no_key(
-    program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    for off in ("", "0", " 0 "):
-        monkeypatch.setenv(store.CACHE_ENVIRONMENT_VARIABLE, off)
-        assert _core._executable_cache_key(str(path)) is None
+    assert len(cache_files(cache)) == 2  # another client, another key
 
 
 # ------------------------------------------------------------------ across languages
@@ -303,9 +236,8 @@ def test_a_program_compiled_in_python_is_a_hit_for_the_native_loader(
     assert not stats.cache_hit, stats
     path = tmp_path / "mlp.cyxla"
     program.save(path)
-    entry = entry_file(cache, python_key(program)[1])
     before = cache_files(cache)
-    assert before == {entry}, before
+    (entry,) = before
     long_ago = time.time() - 100_000
     os.utime(entry, (long_ago, long_ago))
     inode = entry.stat().st_ino
@@ -327,12 +259,10 @@ def test_a_program_the_native_loader_compiled_is_a_hit_for_python(
     program.save(path)
     child = native_child(path, cache)
     np.testing.assert_allclose(np.reshape(child["out"], (4, 8)), expected(), rtol=1e-6)
-    entry = entry_file(cache, python_key(program)[1])
-    assert cache_files(cache) == {entry}
+    (entry,) = cache_files(cache)
     header, payload = split(entry.read_bytes())
-    assert header["inputs"] == [[int(s.element_type), list(s.shape)] for s in program.inputs]
-    assert header["donated"] == list(donated_outputs(program))
-    assert header["cyxla_version"] == cx.__version__ and header["platform"] == "cpu"
+    assert (header["name"], header["platform"]) == ("mlp", "cpu")
+    assert header["cyxla_version"] == cx.__version__
     assert header["payload_length"] == len(payload)
 
     code = f"""
@@ -354,9 +284,7 @@ print(json.dumps({{"hit": stats.cache_hit, "error": stats.cache_error, "out": ou
     assert cache_files(cache) == {entry}
 
 
-def test_outputs_written_in_place_are_recorded_and_used_by_both(
-    tmp_path: Path, cache: Path
-) -> None:
+def test_outputs_written_in_place_are_used_by_both(tmp_path: Path, cache: Path) -> None:
     # 256x256 float32 is 256 KiB: lower adds a donated parameter for it.
     def double_sin(x: jax.Array) -> jax.Array:
         return jnp.sin(x) * 2
@@ -368,10 +296,10 @@ def test_outputs_written_in_place_are_recorded_and_used_by_both(
     program.save(path)
     x = np.random.default_rng(1).standard_normal((256, 256), np.float32)
     wanted = np.asarray(jax.jit(double_sin)(x))
-    entry = entry_file(cache, python_key(program)[1])
 
-    _, stats = cx.compile_program(program)  # Python stores
-    assert not stats.cache_hit and split(entry.read_bytes())[0]["donated"] == [0]
+    executable, stats = cx.compile_program(program)  # Python stores
+    assert not stats.cache_hit and executable._native.donated_outputs == [0]
+    (entry,) = cache_files(cache)
     inode = entry.stat().st_ino
     (out,) = load_and_run(table(), path, [x])  # the native loader hits
     np.testing.assert_allclose(out.reshape(256, 256), wanted, rtol=1e-6)
@@ -380,9 +308,9 @@ def test_outputs_written_in_place_are_recorded_and_used_by_both(
     entry.unlink()
     (out,) = load_and_run(table(), path, [x])  # the native loader stores
     np.testing.assert_allclose(out.reshape(256, 256), wanted, rtol=1e-6)
-    assert split(entry.read_bytes())[0]["donated"] == [0]
+    assert cache_files(cache) == {entry}
     executable, stats = cx.compile_program(program)  # Python hits
-    assert stats.cache_hit, stats
+    assert stats.cache_hit and executable._native.donated_outputs == [0], stats
     (out,) = executable.run([x])
     np.testing.assert_allclose(out, wanted, rtol=1e-6)
 
@@ -413,9 +341,9 @@ def _another_version(entry: Path, **_: Any) -> None:
     entry.write_bytes(join(header, payload))
 
 
-def _donated_out_of_range(entry: Path, **_: Any) -> None:
+def _another_programs_digest(entry: Path, **_: Any) -> None:
     header, payload = split(entry.read_bytes())
-    header["donated"] = [1]  # the program has one output
+    header["program"] = "0" * 64  # the digest of another program's StableHLO and options
     entry.write_bytes(join(header, payload))
 
 
@@ -475,7 +403,7 @@ DAMAGES: dict[str, Callable[..., None]] = {
     "truncated": _truncate,
     "wrong binding": _rebind,
     "another cyxla version": _another_version,
-    "donated output out of range": _donated_out_of_range,
+    "another program's digest": _another_programs_digest,
     "bad magic": _bad_magic,
     "another format": _another_format,
     "a header beyond the entry": _header_beyond_the_entry,
@@ -512,16 +440,13 @@ def test_a_damaged_entry_is_a_miss_and_is_replaced(
     path, other_path = tmp_path / "mlp.cyxla", tmp_path / "other.cyxla"
     program.save(path)
     mlp_program(rows=2).save(other_path)
-    load_and_run(table(), other_path, inputs(rows=2))  # the other key's entry
-    other = entry_file(cache, _core._executable_cache_key(str(other_path))[1])
-    key = _core._executable_cache_key(str(path))[1]
-    entry = entry_file(cache, key)
-    native_load(path)
-    assert entry.is_file() and other.is_file()
+    other = loaded_entry(cache, other_path, inputs(rows=2))  # the other key's entry
+    entry = loaded_entry(cache, path)
+    key = split(entry.read_bytes())[0]["key"]
     elsewhere = tmp_path / "elsewhere.entry"
 
     DAMAGES[damage](entry, other=other, elsewhere=elsewhere)
-    if damage != "donated output out of range":  # refused by the executables' checks
+    if damage != "another program's digest":  # refused by load_or_compile, not the store
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Python warns of the unsafe ones it reads
             with pytest.raises(store.EntryError):
@@ -535,7 +460,6 @@ def test_a_damaged_entry_is_a_miss_and_is_replaced(
     assert stat.S_IMODE(replaced.st_mode) == 0o600
     read = store.read("executables", key)
     assert read is not None and read.header["cyxla_version"] == cx.__version__
-    assert read.header["donated"] == []
     if damage == "symlinked entry":
         assert elsewhere.is_file() and not elsewhere.is_symlink()  # the target untouched
     assert {p.name for p in (cache / "executables").iterdir()} == {entry.name, other.name}
@@ -546,9 +470,8 @@ def test_an_unsafe_directory_turns_the_cache_off(
 ) -> None:
     path = tmp_path / "mlp.cyxla"
     program.save(path)
-    native_load(path)
-    key = _core._executable_cache_key(str(path))[1]
-    entry = entry_file(cache, key)
+    entry = loaded_entry(cache, path)
+    key = split(entry.read_bytes())[0]["key"]
     long_ago = time.time() - 100_000
     os.utime(entry, (long_ago, long_ago))
     before, contents = entry.stat(), entry.read_bytes()
@@ -621,8 +544,9 @@ def test_the_cache_is_where_python_puts_it(
     if expected_place is None:
         assert entries == []
         return
-    key = _core._executable_cache_key(str(path))[1]
-    assert entries == [entry_file(tmp_path / expected_place, key)]
+    (entry,) = entries
+    assert entry.parent == tmp_path / expected_place / "executables"
+    key = split(entry.read_bytes())[0]["key"]
     assert store.cache_directory() == tmp_path / expected_place  # Python's place too
     assert store.read("executables", key) is not None
 
@@ -635,8 +559,7 @@ def measured_entry(program: cx.Program, tmp_path: Path, cache: Path) -> tuple[Pa
     size, the entry removed again."""
     path = tmp_path / "mlp.cyxla"
     program.save(path)
-    native_load(path)
-    entry = entry_file(cache, _core._executable_cache_key(str(path))[1])
+    entry = loaded_entry(cache, path)
     size = entry.stat().st_size
     entry.unlink()
     return path, entry, size

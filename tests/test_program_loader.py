@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -486,3 +489,105 @@ def test_a_second_client_does_not_take_the_process_runtimes_place(
     status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
     assert status == OK, error.message
     table().release_program(handle)
+
+
+# ------------------------------------ claims of a file checked against the compiled program
+
+
+def _entries() -> set[Path]:
+    return set(Path(os.environ["CYXLA_CACHE_DIR"]).glob("executables/*.entry"))
+
+
+def _four_inputs(a: jax.Array, b: jax.Array, c: jax.Array, d: jax.Array) -> jax.Array:
+    return a.sum() + b.sum() + c.sum().astype(jnp.float32) + d.sum()
+
+
+_FOUR = [((2,), jnp.float32), ((3,), jnp.float32), ((4,), jnp.int32), ((5,), jnp.float32)]
+
+
+@pytest.mark.parametrize(
+    ("function", "specs", "old", "new", "expected"),
+    [
+        (
+            lambda x, y: x * 2 + y,
+            [((4,), jnp.float32)] * 2,
+            "input F32 [4]\n",
+            "input S32 [4]\n",
+            b"input 0 is s32[4], but the program takes f32[4]",
+        ),
+        (
+            _four_inputs,
+            _FOUR,
+            "input F32 [2]\ninput F32 [3]\n",
+            "input F32 [3]\ninput F32 [2]\n",
+            b"input 0 is f32[3], but the program takes f32[2]",
+        ),
+        (
+            lambda x, y: x * 2 + y,
+            [((4,), jnp.float32)] * 2,
+            "input F32 [4]\n",
+            "input S32 [65536,65536,65536]\n",
+            b"input 0 is s32[65536,65536,65536], but the program takes f32[4]",
+        ),
+        (
+            lambda x, y: x * 2 + y,
+            [((4,), jnp.float32)] * 2,
+            "input F32 [4]\ninput F32 [4]\n",
+            "input F32 [4]\n",
+            b"it takes 2 parameters (f32[4], f32[4]), the specs name 1 inputs (f32[4])",
+        ),
+    ],
+    ids=["another-type", "swapped-lines", "absurd-dims", "one-dropped"],
+)
+def test_input_specs_edited_in_a_file_are_refused_and_never_cached(
+    function: Callable[..., jax.Array],
+    specs: list[tuple[tuple[int, ...], Any]],
+    old: str,
+    new: str,
+    expected: bytes,
+    tmp_path: Path,
+) -> None:
+    """The native loader took a file's input lines on trust, stored the executable under
+    the program's key, and Python's compile_program of the same file then took that entry:
+    int32 memory read as float32. Now both refuse the file, and nothing is stored."""
+    cx.initialize(platform="cpu")
+    program = cx.lower(function, [jax.ShapeDtypeStruct(s, t) for s, t in specs])
+    path = tmp_path / "edited.cyxla"
+    path.write_bytes(_with_metadata(old, new)(program))
+    before = _entries()
+    status, handle, error = load(path)
+    assert (status, handle) == (PROGRAM_FILE, 0), error.message
+    assert expected in error.message, error.message
+    assert b"the input specs are not those of the compiled program" in error.message
+    assert _entries() == before
+    with pytest.raises(cx.InvalidArgumentError, match=re.escape(expected.decode())):
+        cx.compile_program(cx.load_program(path))
+    # The program itself compiles, is stored, and the entry refuses the edited file too.
+    executable, _ = cx.compile_program(program)
+    arrays = [np.arange(int(np.prod(s)), dtype=t).reshape(s) for s, t in specs]
+    np.testing.assert_array_equal(executable.run(arrays)[0], jax.jit(function)(*arrays))
+    assert cx.compile_program(program)[1].cache_hit  # stored
+    status, _, error = load(path)
+    assert status == PROGRAM_FILE and expected in error.message, error.message
+
+
+def test_outputs_written_in_place_that_a_file_claims_wrongly_are_refused(tmp_path: Path) -> None:
+    cx.initialize(platform="cpu")
+    writes_in_place = cx.lower(jnp.sin, [jax.ShapeDtypeStruct((256, 256), jnp.float32)])
+    dropped = tmp_path / "dropped.cyxla"
+    dropped.write_bytes(
+        _with_metadata("input F32 [256,256]\n", "input F32 [256,256]\n")(writes_in_place)
+    )  # the writer's lines hold no donated_output line: the claim is "none"
+    status, _, error = load(dropped)
+    assert status == PROGRAM_FILE, error.message
+    assert b"the outputs written in place are (), but the compiled program writes (0)" in (
+        error.message
+    )
+    small = mlp_program()
+    added = tmp_path / "added.cyxla"
+    added.write_bytes(_with_metadata("cyxla_version", "donated_output 0\ncyxla_version")(small))
+    status, _, error = load(added)
+    assert status == PROGRAM_FILE, error.message
+    assert b"the outputs written in place are (0), but the compiled program writes ()" in (
+        error.message
+    )

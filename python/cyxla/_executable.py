@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,19 +11,11 @@ import numpy as np
 
 from cyxla import _backend, _core
 from cyxla._bound import BoundCall
-from cyxla._cache import executables
 from cyxla._compile_options import compile_options as _compile_options
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._exact_arrays import carrier_view, exact_arrays
 from cyxla._ffi import checks
-from cyxla._program import (
-    Program,
-    TensorSpec,
-    donated_outputs,
-    encode_specs,
-    input_mismatch,
-    output_mismatch,
-)
+from cyxla._program import Program, TensorSpec, encode_specs
 
 __all__ = ["CompileStatistics", "Executable", "LazyHandle", "compile_program"]
 
@@ -269,52 +260,31 @@ def compile_program(
     `{"xla_cpu_enable_fast_math": False}`). Returns the executable and statistics.
     The executable is loaded from the disk cache (`cache_directory`) when an earlier
     compile of the same program, options and plugin stored it there, and stored after
-    compiling otherwise. TypeError if `program` is not a Program (what `lower` or
-    `load_lowered` return) or `options` not a mapping of option names;
-    InvalidArgumentError if the program's input specs are not the parameters of its
-    StableHLO's main function (specs edited after `lower`).
+    compiling otherwise; C's `cyxla_load_program` shares the same cache. TypeError if
+    `program` is not a Program (what `lower` or `load_lowered` return) or `options` not a
+    mapping of option names; InvalidArgumentError if the program's input or output specs
+    are not those of what the plugin compiled (specs edited after `lower`).
     """
     _check_compile_arguments(program, options)
     runtime = _backend.runtime_for(program.platform)
     checks.check_program(program.custom_calls, program.platform)
-    loaded = _backend.loaded()
-    assert loaded is not None, "runtime_for loads the plugin"
-    specs = encode_specs(program.inputs)
-    compile_options = _compile_options(options)
-    cached = executables.load(program, loaded, compile_options, specs)
-    if cached.native is not None:
-        statistics = CompileStatistics(0.0, cache_hit=True, load_seconds=cached.seconds)
-        return Executable(cached.native, program), statistics
-    donated = list(donated_outputs(program))
-    start = time.perf_counter()
     with checks.explain_compile_errors():
-        native = runtime.compile(program.stablehlo, compile_options, specs, donated)
-    seconds = time.perf_counter() - start
-    _check_outputs(native, program)
-    _check_inputs(program)
-    # A bad entry is replaced by the fresh one; both problems are reported.
-    errors = [cached.error, executables.store(cached, program, native, specs, donated)]
+        native, hit, compile_seconds, load_seconds, cache_error = _core.load_or_compile(
+            runtime,
+            f"compile_program: {program.name}",
+            program.name,
+            program.platform,
+            program.stablehlo,
+            _compile_options(options),
+            encode_specs(program.inputs),
+            encode_specs(program.outputs),
+            list(program.custom_calls),
+            None,  # the outputs written in place: the plugin's executable says
+        )
     statistics = CompileStatistics(
-        seconds,
-        load_seconds=cached.seconds,
-        cache_error="; ".join(e for e in errors if e) or None,
+        compile_seconds,
+        cache_hit=hit,
+        load_seconds=load_seconds,
+        cache_error=cache_error or None,
     )
     return Executable(native, program), statistics
-
-
-def _check_inputs(program: Program) -> None:
-    """The program's input specs must be its StableHLO's parameters: the core reads the
-    caller's bytes as the specs say, so specs edited after `lower` would give garbage."""
-    mismatch = input_mismatch(program)
-    if mismatch is not None:
-        raise InvalidArgumentError(
-            f"compile_program: the input specs of {program.name} are not those of its "
-            f"StableHLO: {mismatch}"
-        )
-
-
-def _check_outputs(native: _core.Executable, program: Program) -> None:
-    """The plugin's view of the outputs must be the program's: anything else is a bug."""
-    mismatch = output_mismatch(native, program)
-    if mismatch is not None:
-        raise InvalidArgumentError(f"the plugin compiled {program.name} to {mismatch}")

@@ -30,10 +30,7 @@ __all__ = [
     "decode_specs",
     "donated_outputs",
     "encode_specs",
-    "input_mismatch",
     "load_program",
-    "output_mismatch",
-    "spec_records",
 ]
 
 
@@ -147,12 +144,6 @@ def encode_specs(specs: Iterable[TensorSpec]) -> SpecRecords:
     return [(int(s.element_type), list(s.shape)) for s in specs]
 
 
-def spec_records(encoded: Iterable[Any]) -> SpecRecords:
-    """Encoded specs as read back (the core's tuples, JSON's lists) in the one encoding;
-    TypeError or ValueError for anything else."""
-    return [(int(t), [int(d) for d in dims]) for t, dims in encoded]
-
-
 def decode_specs(encoded: Iterable[Any]) -> tuple[TensorSpec, ...]:
     """The specs of an encoding; an element type may also be written by name ("F32"), as
     entries of cyxla's program cache were before. KeyError or ValueError if malformed."""
@@ -163,22 +154,6 @@ def decode_specs(encoded: Iterable[Any]) -> tuple[TensorSpec, ...]:
         )
         for t, dims in encoded
     )
-
-
-def output_mismatch(native: Any, program: Program) -> str | None:
-    """How the outputs of a compiled or loaded executable (`_core.Executable`) differ from
-    those `program` was lowered with, or None when they are the same."""
-    expected = encode_specs(program.outputs)
-    actual = spec_records(native.outputs)
-    return None if actual == expected else f"outputs {actual}, not {expected}"
-
-
-def _main_parameters(module: Any) -> list[Any]:
-    """The parameter types of the `main` function of an MLIR module."""
-    for op in module.body.operations:
-        if ir.StringAttr(op.attributes["sym_name"]).value == "main":
-            return list(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
-    return []
 
 
 #: The attribute with which a parameter of `main` says which output it is donated to.
@@ -223,50 +198,8 @@ def _donated_outputs(stablehlo: bytes, inputs: int) -> tuple[int, ...]:
             return ()
         extra = _main_aliases(module)[inputs:]
     if any(alias is None for alias in extra):
-        return ()  # not parameters `lower` added: input_mismatch reports them
+        return ()  # not parameters `lower` added: compile_program refuses them
     return tuple(int(alias) for alias in extra if alias is not None)
-
-
-def input_mismatch(program: Program) -> str | None:
-    """How `program.inputs` differ from the parameters of the `main` function of its
-    StableHLO (what the compiled executable takes), or None when they are the same.
-
-    The core takes the input specs on trust (PJRT reports no parameter types), so a
-    program whose specs were edited would read the caller's bytes as another type. Call
-    it once the plugin has compiled the program: StableHLO that this jaxlib cannot read
-    (newer than it, or not StableHLO) is not checked, and None returned."""
-    with mlir.make_ir_context():
-        try:
-            module = _jax.mlir.deserialize_portable_artifact(program.stablehlo)
-        except Exception:  # jaxlib raises its own error types for unreadable bytecode
-            return None
-        parameters = _main_parameters(module)
-        aliases = _main_aliases(module)[len(program.inputs) :]
-        donated = [
-            program.outputs[a] for a in aliases if a is not None and a < len(program.outputs)
-        ]
-        wanted = [
-            ir.RankedTensorType.get(
-                list(s.shape), mlir.dtype_to_ir_type(s.dtype), loc=ir.Location.unknown()
-            )
-            # After the inputs, one parameter per output written in place, of its spec.
-            for s in [*program.inputs, *donated]
-        ]
-        if len(parameters) != len(wanted):
-            return (
-                f"Program.inputs holds {len(program.inputs)} specs, but its StableHLO main "
-                f"function takes {len(parameters)}"
-                + (f": {', '.join(map(str, parameters))}" if parameters else "")
-            )
-        for index, (spec, parameter, expected) in enumerate(
-            zip([*program.inputs, *donated], parameters, wanted, strict=True)
-        ):
-            if parameter != expected:
-                return (
-                    f"Program.inputs[{index}] is {spec}, but its StableHLO main function "
-                    f"takes {parameter}"
-                )
-    return None
 
 
 def _file_path(path: Any, caller: str) -> Path:

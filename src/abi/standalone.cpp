@@ -17,7 +17,7 @@
 #include "abi/status.hpp"
 #include "common/error.hpp"
 #include "pjrt/ffi.hpp"
-#include "program/executable_cache.hpp"
+#include "program/load_or_compile.hpp"
 #include "program/program_file.hpp"
 #include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
@@ -106,26 +106,6 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
   return created;
 }
 
-/// The handler every custom-call target of `file` needs, checked before compiling.
-void check_custom_calls(const program::ProgramFile& file, const Runtime& runtime,
-                        const std::string& path) {
-  for (const std::string& target : file.custom_calls) {
-    if (std::ranges::find(pjrt::kXlaBuiltinTargets, target) != pjrt::kXlaBuiltinTargets.end()) {
-      continue;
-    }
-    if (pjrt::has_ffi_handler(runtime.plugin(), target)) continue;
-    const bool lapack = target.starts_with("lapack_");
-    throw Error(ErrorKind::InvalidArgument,
-                path + " calls the custom-call target '" + target +
-                    "', which no handler in this process provides: register an XLA FFI "
-                    "handler for it with cyxla_register_ffi_handler before loading" +
-                    (lapack ? " (this is one of jaxlib's LAPACK targets, registered only in a "
-                              "Python process that imported cyxla; without Python, link a "
-                              "LAPACK handler of your own, or avoid the linear-algebra call)"
-                            : ""));
-  }
-}
-
 /// load_program's work; may throw.
 uint64_t load(const std::string& path) {
   const std::shared_ptr<Runtime> runtime = Runtime::current();
@@ -133,35 +113,9 @@ uint64_t load(const std::string& path) {
     throw Error(ErrorKind::InvalidArgument,
                 "no runtime is open: call cyxla_open_runtime before loading " + path);
   }
-  program::ProgramFile file = program::read(path);
-  if (file.platform != runtime->platform()) {
-    throw Error(ErrorKind::InvalidArgument,
-                path + " holds a program for '" + file.platform + "', but this process runs the '" +
-                    runtime->platform() + "' plugin " + runtime->plugin().path() +
-                    "; export it for '" + runtime->platform() + "'");
-  }
-  check_custom_calls(file, *runtime, path);
-  // Python's disk cache: a program compiled in either language is a hit in the other.
-  const std::optional<program::ExecutableKey> key = program::executable_key(file, *runtime);
-  if (key) {
-    if (std::shared_ptr<Executable> cached = program::load_cached(file, *runtime, *key)) {
-      return Registry::instance().add(std::move(cached));
-    }
-  }
-  std::shared_ptr<Executable> executable =
-      runtime->compile(file.stablehlo, file.compile_options, file.inputs, file.donated_outputs);
-  if (executable->outputs() != file.outputs) {
-    auto text = [](const std::vector<TensorSpec>& specs) {
-      std::string out;
-      for (const TensorSpec& s : specs) out += (out.empty() ? "" : ", ") + s.to_string();
-      return "(" + out + ")";
-    };
-    throw Error(ErrorKind::ProgramFile,
-                path + ": the metadata lists the outputs " + text(file.outputs) +
-                    ", but the compiled program returns " + text(executable->outputs()));
-  }
-  if (key) program::store_executable(file, *key, *executable);  // replaces a bad entry
-  return Registry::instance().add(std::move(executable));
+  const program::Origin origin{path, ErrorKind::ProgramFile, true};
+  return Registry::instance().add(
+      program::load_or_compile(*runtime, program::read(path), origin).executable);
 }
 
 /// The XLA name of a platform ("Host" for the CPU), as registrations use it.

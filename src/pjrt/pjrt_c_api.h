@@ -371,6 +371,16 @@ typedef struct PJRT_Executable_Fingerprint_Args {
 } PJRT_Executable_Fingerprint_Args;
 CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_Fingerprint_Args, executable_fingerprint_size)
 
+/* Called twice: with program->code NULL the plugin sets code_size (and format), then
+   with code pointing at code_size bytes of the caller's it fills them. */
+typedef struct PJRT_Executable_OptimizedProgram_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Executable* executable;
+  PJRT_Program* program; /* in and out: the caller's, filled by the plugin */
+} PJRT_Executable_OptimizedProgram_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_OptimizedProgram_Args, program)
+
 typedef struct PJRT_LoadedExecutable_Destroy_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
@@ -503,6 +513,7 @@ CYXLA_PJRT_FUNCTION(PJRT_Executable_Serialize)
 CYXLA_PJRT_FUNCTION(PJRT_Executable_OutputElementTypes)
 CYXLA_PJRT_FUNCTION(PJRT_Executable_OutputDimensions)
 CYXLA_PJRT_FUNCTION(PJRT_Executable_Fingerprint)
+CYXLA_PJRT_FUNCTION(PJRT_Executable_OptimizedProgram)
 CYXLA_PJRT_FUNCTION(PJRT_LoadedExecutable_Destroy)
 CYXLA_PJRT_FUNCTION(PJRT_LoadedExecutable_GetExecutable)
 CYXLA_PJRT_FUNCTION(PJRT_LoadedExecutable_Execute)
@@ -546,7 +557,6 @@ CYXLA_PJRT_UNUSED(PJRT_Executable_NumPartitions)
 CYXLA_PJRT_UNUSED(PJRT_Executable_SizeOfGeneratedCodeInBytes)
 CYXLA_PJRT_UNUSED(PJRT_Executable_GetCostAnalysis)
 CYXLA_PJRT_UNUSED(PJRT_Executable_OutputMemoryKinds)
-CYXLA_PJRT_UNUSED(PJRT_Executable_OptimizedProgram)
 CYXLA_PJRT_UNUSED(PJRT_LoadedExecutable_AddressableDevices)
 CYXLA_PJRT_UNUSED(PJRT_LoadedExecutable_Delete)
 CYXLA_PJRT_UNUSED(PJRT_LoadedExecutable_IsDeleted)

@@ -185,4 +185,11 @@ const PJRT_Extension_Base* Plugin::extension(PJRT_Extension_Type type) const noe
   return nullptr;
 }
 
+Executable executable_of(const Plugin& plugin, PJRT_LoadedExecutable* loaded) {
+  auto args = make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
+  args.loaded_executable = loaded;
+  CYXLA_PJRT_CALL(plugin, PJRT_LoadedExecutable_GetExecutable, args);
+  return Executable(plugin.api(), args.executable);
+}
+
 }  // namespace cyxla::pjrt

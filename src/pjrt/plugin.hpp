@@ -112,6 +112,9 @@ Args make_args() noexcept {
   return args;
 }
 
+/// The PJRT_Executable behind `loaded`, owned by the caller.
+Executable executable_of(const Plugin& plugin, PJRT_LoadedExecutable* loaded);
+
 }  // namespace cyxla::pjrt
 
 #define CYXLA_PJRT_CALL(plugin, function, args, ...) \

@@ -1,5 +1,6 @@
 // The nanobind module cyxla._core: the C++ runtime as Python sees it.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -13,7 +14,8 @@
 #include "abi/table.hpp"
 #include "pjrt/ffi.hpp"
 #include "pjrt/plugin.hpp"
-#include "program/executable_cache.hpp"
+#include "program/executable_key.hpp"
+#include "program/load_or_compile.hpp"
 #include "program/json.hpp"
 #include "program/program_file.hpp"
 #include "program/sha256.hpp"
@@ -169,20 +171,48 @@ NB_MODULE(_core, m) {
         return ffi_version_tuple(pjrt::ffi_version(plugin));
       },
       "plugin"_a, "The XLA FFI API version of the plugin's XLA.");
-  // A test hook (the cache interop tests compare it with Python's key): the disk cache's
-  // key of the program file at `path` compiled by `runtime` (default: the process's, which
-  // C may have opened), as (source document, key), or None when the cache is off.
   m.def(
-      "_executable_cache_key",
-      [](const std::string& path, std::shared_ptr<Runtime> runtime) -> nb::object {
-        if (!runtime) runtime = Runtime::current();
-        if (!runtime) throw Error(ErrorKind::InvalidArgument, "no runtime is open");
-        std::optional<program::ExecutableKey> key =
-            program::executable_key(program::read(path), *runtime);
-        if (!key) return nb::none();
-        return nb::make_tuple(program::json::dump(key->source), key->key);
+      "load_or_compile",
+      // GCOVR_EXCL_START (the unwinding path of the statement)
+      [](const Runtime& runtime, const std::string& source, std::string name,
+         std::string platform, nb::bytes stablehlo, nb::bytes compile_options,
+         const std::vector<SpecTuple>& inputs, const std::vector<SpecTuple>& outputs,
+         std::vector<std::string> custom_calls,
+         std::optional<std::vector<size_t>> donated_outputs) {
+        // GCOVR_EXCL_STOP
+        program::ProgramFile program;
+        program.name = std::move(name);
+        program.platform = std::move(platform);
+        program.stablehlo.assign(stablehlo.c_str(), stablehlo.size());
+        program.compile_options.assign(compile_options.c_str(), compile_options.size());
+        program.inputs = to_specs(inputs);
+        program.outputs = to_specs(outputs);
+        program.custom_calls = std::move(custom_calls);
+        const bool claimed = donated_outputs.has_value();
+        if (claimed) program.donated_outputs = std::move(*donated_outputs);
+        const program::Origin origin{source, ErrorKind::InvalidArgument, claimed};
+        program::Compiled compiled;
+        {
+          nb::gil_scoped_release release;
+          compiled = program::load_or_compile(runtime, program, origin);
+        }
+        return nb::make_tuple(compiled.executable, compiled.cache_hit, compiled.compile_seconds,
+                              compiled.load_seconds, compiled.cache_error);
       },
-      "path"_a, "runtime"_a.none() = nb::none());
+      "runtime"_a, "source"_a, "name"_a, "platform"_a, "stablehlo"_a, "compile_options"_a,
+      "inputs"_a, "outputs"_a, "custom_calls"_a, "donated_outputs"_a.none(),
+      "The program's executable, from the disk cache or compiled (program/load_or_compile.hpp): "
+      "(executable, cache_hit, compile_seconds, load_seconds, cache_error). `source` starts "
+      "every refusal; `donated_outputs` None: read from the executable.");
+  m.def(
+      "library_identity",
+      [](const pjrt::Plugin& plugin) {  // GCOVR_EXCL_LINE
+        const program::LibraryIdentity identity = program::library_identity(plugin);
+        return nb::make_tuple(identity.path, identity.size, identity.mtime_ns);
+      },
+      "plugin"_a,
+      "(canonical path, size, mtime_ns) of the plugin's library, as the disk cache's key "
+      "holds them.");
   // A test hook (tests/test_cache_interop.py compares it with the plugin entries'
   // CREATE_OPTIONS): the client options that cyxla_open_runtime gives the plugin of
   // `platform` when the caller names `options`.

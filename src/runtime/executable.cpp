@@ -11,13 +11,6 @@
 namespace cyxla {
 namespace {
 
-pjrt::Executable executable_of(const pjrt::Plugin& plugin, PJRT_LoadedExecutable* loaded) {
-  auto args = pjrt::make_args<PJRT_LoadedExecutable_GetExecutable_Args>();
-  args.loaded_executable = loaded;
-  CYXLA_PJRT_CALL(plugin, PJRT_LoadedExecutable_GetExecutable, args);
-  return pjrt::Executable(plugin.api(), args.executable);
-}
-
 std::vector<TensorSpec> output_specs(const pjrt::Plugin& plugin, PJRT_Executable* executable) {
   auto types = pjrt::make_args<PJRT_Executable_OutputElementTypes_Args>();
   types.executable = executable;
@@ -75,7 +68,7 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecu
     input_bytes_.push_back(inputs_[i].bytes());
   }
   const pjrt::Plugin& plugin = runtime_->plugin();
-  pjrt::Executable executable = executable_of(plugin, loaded_.get());
+  pjrt::Executable executable = pjrt::executable_of(plugin, loaded_.get());
   outputs_ = output_specs(plugin, executable.get());
   for (const TensorSpec& spec : outputs_) output_bytes_.push_back(spec.bytes());
   std::vector<bool> seen(outputs_.size());
@@ -257,7 +250,7 @@ void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_B
 
 std::string Executable::serialize() const {
   const pjrt::Plugin& plugin = runtime_->plugin();
-  pjrt::Executable executable = executable_of(plugin, loaded_.get());
+  pjrt::Executable executable = pjrt::executable_of(plugin, loaded_.get());
   auto args = pjrt::make_args<PJRT_Executable_Serialize_Args>();
   args.executable = executable.get();
   CYXLA_PJRT_CALL(plugin, PJRT_Executable_Serialize, args);
@@ -271,7 +264,7 @@ std::string Executable::serialize() const {
 std::string Executable::fingerprint() const {
   const pjrt::Plugin& plugin = runtime_->plugin();
   if (!plugin.has<&PJRT_Api::PJRT_Executable_Fingerprint>()) return {};
-  pjrt::Executable executable = executable_of(plugin, loaded_.get());
+  pjrt::Executable executable = pjrt::executable_of(plugin, loaded_.get());
   auto args = pjrt::make_args<PJRT_Executable_Fingerprint_Args>();
   args.executable = executable.get();
   CYXLA_PJRT_CALL(plugin, PJRT_Executable_Fingerprint, args);

@@ -64,10 +64,8 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
   return runtime;
 }
 
-std::shared_ptr<Executable> Runtime::compile(std::string_view code,
-                                             std::string_view compile_options,
-                                             std::vector<TensorSpec> inputs,
-                                             std::vector<size_t> donated_outputs) const {
+pjrt::LoadedExecutable Runtime::compile_loaded(std::string_view code,
+                                              std::string_view compile_options) const {
   auto program = pjrt::make_args<PJRT_Program>();
   std::string code_copy(code);  // PJRT_Program.code is not const
   program.code = code_copy.data();
@@ -80,22 +78,31 @@ std::shared_ptr<Executable> Runtime::compile(std::string_view code,
   args.compile_options = compile_options.data();
   args.compile_options_size = compile_options.size();
   CYXLA_PJRT_CALL(*plugin_, PJRT_Client_Compile, args, ErrorKind::Compile);
-  pjrt::LoadedExecutable loaded(plugin_->api(), args.executable);
-  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs),
-                                      std::move(donated_outputs));
+  return pjrt::LoadedExecutable(plugin_->api(), args.executable);
 }
 
-std::shared_ptr<Executable> Runtime::deserialize(std::string_view serialized,
-                                                 std::vector<TensorSpec> inputs,
-                                                 std::vector<size_t> donated_outputs) const {
+pjrt::LoadedExecutable Runtime::deserialize_loaded(std::string_view serialized) const {
   auto args = pjrt::make_args<PJRT_Executable_DeserializeAndLoad_Args>();
   args.client = client_.get();
   args.serialized_executable = serialized.data();
   args.serialized_executable_size = serialized.size();
   CYXLA_PJRT_CALL(*plugin_, PJRT_Executable_DeserializeAndLoad, args);
-  pjrt::LoadedExecutable loaded(plugin_->api(), args.loaded_executable);
-  return std::make_shared<Executable>(shared_from_this(), std::move(loaded), std::move(inputs),
-                                      std::move(donated_outputs));
+  return pjrt::LoadedExecutable(plugin_->api(), args.loaded_executable);
+}
+
+std::shared_ptr<Executable> Runtime::compile(std::string_view code,
+                                             std::string_view compile_options,
+                                             std::vector<TensorSpec> inputs,
+                                             std::vector<size_t> donated_outputs) const {
+  return std::make_shared<Executable>(shared_from_this(), compile_loaded(code, compile_options),
+                                      std::move(inputs), std::move(donated_outputs));
+}
+
+std::shared_ptr<Executable> Runtime::deserialize(std::string_view serialized,
+                                                 std::vector<TensorSpec> inputs,
+                                                 std::vector<size_t> donated_outputs) const {
+  return std::make_shared<Executable>(shared_from_this(), deserialize_loaded(serialized),
+                                      std::move(inputs), std::move(donated_outputs));
 }
 
 }  // namespace cyxla

@@ -39,11 +39,16 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   bool host_is_device() const noexcept { return host_is_device_; }
 
   /// Compiles StableHLO bytecode (`format` "mlir") with serialized CompileOptionsProto.
-  /// `donated_outputs` as Executable's.
+  pjrt::LoadedExecutable compile_loaded(std::string_view code,
+                                        std::string_view compile_options) const;
+  /// Loads an executable that Executable::serialize produced with the same plugin.
+  pjrt::LoadedExecutable deserialize_loaded(std::string_view serialized) const;
+
+  /// compile_loaded, as an Executable taking `inputs`; `donated_outputs` as Executable's.
   std::shared_ptr<Executable> compile(std::string_view code, std::string_view compile_options,
                                       std::vector<TensorSpec> inputs,
                                       std::vector<size_t> donated_outputs = {}) const;
-  /// Loads an executable that Executable::serialize produced with the same plugin.
+  /// deserialize_loaded, as an Executable taking `inputs`.
   std::shared_ptr<Executable> deserialize(std::string_view serialized,
                                           std::vector<TensorSpec> inputs,
                                           std::vector<size_t> donated_outputs = {}) const;

@@ -1,32 +1,22 @@
-"""Cache keys: hashes of everything that decides whether a cached entry is still right."""
+"""The keys of lowered programs in the disk cache (`cache_key`), and the plugin library's
+identity as the core's executable keys hold it. Executable keys themselves are made by
+the core (src/program/executable_key.cpp), for Python and C alike."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import os
-import platform
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
-from cyxla import _backend
+from cyxla import _backend, _core
 from cyxla._cache.store import cyxla_version
-from cyxla._program import Program
 
-__all__ = [
-    "cache_key",
-    "executable_key",
-    "executable_source",
-    "host_identity",
-    "key_of",
-    "library_identity",
-]
+__all__ = ["cache_key", "library_identity"]
 
 
 def _distribution_version(name: str) -> str | None:
@@ -36,49 +26,23 @@ def _distribution_version(name: str) -> str | None:
         return None
 
 
-@functools.cache
-def _file_identity(path: str) -> tuple[int, int]:
-    """(size, mtime_ns) of `path` when this process first asked: the library it loaded."""
-    info = os.stat(path)
-    return info.st_size, info.st_mtime_ns
-
-
 def library_identity(plugin: _backend.LoadedPlugin | None = None) -> dict[str, Any]:
-    """What identifies the plugin library that compiles and loads executables.
+    """What identifies the plugin library that compiles and loads executables, as the disk
+    cache's key holds it (the core computes it, for Python and C alike).
 
-    Its path, size and modification time (a rebuilt or reinstalled library differs in
-    one of them), its PJRT API version and its `xla_version` attribute. `plugin` defaults
-    to the plugin this process loaded, loading the default one if there is none yet.
+    Its canonical path, size and modification time when this process first asked (a
+    rebuilt or reinstalled library differs in one of them), its PJRT API version and its
+    `xla_version` attribute. `plugin` defaults to the plugin this process loaded, loading
+    the default one if there is none yet. InvalidArgumentError if the library is gone.
     """
     loaded = plugin or _backend.loaded() or _backend.initialize()
-    # Resolved, as the native loader records it (its canonical path), so both share keys.
-    library = str(Path(loaded.library).resolve())
-    size, mtime_ns = _file_identity(library)
+    path, size, mtime_ns = _core.library_identity(loaded.plugin)
     return {
-        "path": library,
+        "path": path,
         "size": size,
         "mtime_ns": mtime_ns,
         "pjrt_version": list(loaded.plugin.version),
-        # PJRT attributes are strings, numbers, bools or lists of numbers: JSON as they are.
         "xla_version": loaded.plugin.attributes.get("xla_version"),
-    }
-
-
-@functools.lru_cache(maxsize=1)
-def host_identity() -> dict[str, str]:
-    """The host's architecture and CPU features: CPU executables may use any of them."""
-    features = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
-            for line in file:
-                if line.startswith(("flags", "Features")):
-                    features = line.split(":", 1)[1].strip()
-                    break
-    except OSError:  # not Linux
-        features = platform.processor()
-    return {
-        "machine": platform.machine(),
-        "features": hashlib.sha256(features.encode()).hexdigest(),
     }
 
 
@@ -153,40 +117,3 @@ def cache_key(*parts: Any, distributions: Iterable[str] = ()) -> str:
             "distributions": {name: _distribution_version(name) for name in names},
         }
     )
-
-
-def executable_source(
-    program: Program,
-    compile_options: bytes,
-    identity: Mapping[str, Any],
-    client_options: Mapping[str, Any],
-    version: str,
-) -> dict[str, Any]:
-    """What `executable_key` digests, as JSON: kept in the entry and compared on load,
-    so an entry is the executable of the program it was made from."""
-    return {
-        "stablehlo": hashlib.sha256(program.stablehlo).hexdigest(),
-        "compile_options": hashlib.sha256(compile_options).hexdigest(),
-        "platform": program.platform,
-        "plugin": dict(identity),
-        "client_options": {str(k): _tagged(v) for k, v in client_options.items()},
-        "cyxla": version,
-        "host": host_identity(),
-    }
-
-
-def executable_key(
-    program: Program,
-    compile_options: bytes,
-    identity: Mapping[str, Any],
-    client_options: Mapping[str, Any],
-    version: str,
-) -> str:
-    """The key of `program` compiled with `compile_options` by the plugin `identity`
-    (a client made with `client_options`) under cyxla `version`, on this host."""
-    return key_of(executable_source(program, compile_options, identity, client_options, version))
-
-
-def key_of(source: Mapping[str, Any]) -> str:
-    """The key of a source document such as `executable_source` makes."""
-    return _digest(source)

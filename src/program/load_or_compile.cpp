@@ -1,0 +1,212 @@
+// load_or_compile, step by step; the checks that make an executable trustworthy are the
+// same for an entry of the disk cache and for a fresh compile.
+#include "program/load_or_compile.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "pjrt/ffi.hpp"
+#include "program/disk_cache.hpp"
+#include "program/executable_key.hpp"
+#include "program/sha256.hpp"
+#include "runtime/executable.hpp"
+#include "runtime/hlo_signature.hpp"
+#include "runtime/runtime.hpp"
+
+namespace cyxla::program {
+namespace {
+
+constexpr std::string_view kKind = "executables";
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string text(const std::vector<TensorSpec>& specs) {
+  std::string out;
+  for (const TensorSpec& s : specs) out += (out.empty() ? "" : ", ") + s.to_string();
+  return "(" + out + ")";
+}
+
+std::string text(const std::vector<size_t>& indices) {
+  std::string out;
+  for (const size_t i : indices) out += (out.empty() ? "" : ", ") + std::to_string(i);
+  return "(" + out + ")";
+}
+
+[[noreturn]] void refuse(const Origin& origin, const std::string& why) {
+  throw Error(origin.refusal, origin.source + ": " + why);
+}
+
+/// The platform names older plugins report, as cyxla names them.
+std::string_view canonical_platform(std::string_view name) {
+  if (name == "host") return "cpu";
+  if (name == "gpu") return "cuda";
+  return name;
+}
+
+void check_platform(const Runtime& runtime, const ProgramFile& program, const Origin& origin) {
+  const std::string_view platform = canonical_platform(runtime.platform());
+  if (canonical_platform(program.platform) == platform) return;
+  throw Error(ErrorKind::InvalidArgument,
+              origin.source + " holds a program for '" + program.platform +
+                  "', but this process runs the '" + std::string(platform) + "' plugin " +
+                  runtime.plugin().path() + "; export it for '" + std::string(platform) + "'");
+}
+
+/// Every custom-call target of `program` has a handler in the plugin, or is XLA's own.
+void check_custom_calls(const Runtime& runtime, const ProgramFile& program, const Origin& origin) {
+  for (const std::string& target : program.custom_calls) {
+    if (std::ranges::find(pjrt::kXlaBuiltinTargets, target) != pjrt::kXlaBuiltinTargets.end()) {
+      continue;
+    }
+    if (pjrt::has_ffi_handler(runtime.plugin(), target)) continue;
+    const bool lapack = target.starts_with("lapack_");
+    throw Error(ErrorKind::InvalidArgument,
+                origin.source + " calls the custom-call target '" + target +
+                    "', which no handler in this process provides: register an XLA FFI "
+                    "handler for it with cyxla_register_ffi_handler before loading" +
+                    (lapack ? " (this is one of jaxlib's LAPACK targets, registered only in a "
+                              "Python process that imported cyxla; without Python, link a "
+                              "LAPACK handler of your own, or avoid the linear-algebra call)"
+                            : ""));
+  }
+}
+
+/// Per parameter after the inputs, the output it aliases (the outputs written in place),
+/// once every parameter is checked against the specs `program` claims.
+std::vector<size_t> checked_donations(const HloSignature& signature, const ProgramFile& program,
+                                      const Origin& origin) {
+  const std::vector<TensorSpec>& parameters = signature.parameters;
+  const size_t inputs = program.inputs.size();
+  const std::string mismatch = "the input specs are not those of the compiled program: ";
+  if (parameters.size() < inputs) {
+    refuse(origin, mismatch + "it takes " + std::to_string(parameters.size()) + " parameters " +
+                       text(parameters) + ", the specs name " + std::to_string(inputs) +
+                       " inputs " + text(program.inputs));
+  }
+  for (size_t i = 0; i < inputs; ++i) {
+    if (parameters[i] != program.inputs[i]) {
+      refuse(origin, mismatch + "input " + std::to_string(i) + " is " +
+                         program.inputs[i].to_string() + ", but the program takes " +
+                         parameters[i].to_string());
+    }
+  }
+  std::vector<size_t> donated;
+  for (size_t p = inputs; p < parameters.size(); ++p) {
+    const auto alias = std::ranges::find(signature.aliases, p, &std::pair<size_t, size_t>::second);
+    if (alias == signature.aliases.end() || alias->first >= program.outputs.size() ||
+        program.outputs[alias->first] != parameters[p]) {
+      refuse(origin, mismatch + "it takes " + std::to_string(parameters.size()) +
+                         " parameters " + text(parameters) + ", the specs name " +
+                         std::to_string(inputs) + " inputs " + text(program.inputs) +
+                         ", and parameter " + std::to_string(p) +
+                         " is no output written in place");
+    }
+    donated.push_back(alias->first);
+  }
+  if (origin.donated_outputs_claimed && donated != program.donated_outputs) {
+    refuse(origin, "the outputs written in place are " + text(program.donated_outputs) +
+                       ", but the compiled program writes " + text(donated) + " in place");
+  }
+  return donated;
+}
+
+/// `loaded` as the executable of `program`, once what the plugin compiled is checked
+/// against every spec the program claims: anything else would read or write the caller's
+/// memory as another type or size.
+std::shared_ptr<Executable> checked(const Runtime& runtime, pjrt::LoadedExecutable loaded,
+                                    const ProgramFile& program, const Origin& origin) {
+  const std::optional<HloSignature> signature = signature_of(runtime.plugin(), loaded.get());
+  std::vector<size_t> donated =
+      signature ? checked_donations(*signature, program, origin) : program.donated_outputs;
+  auto executable = std::make_shared<Executable>(runtime.shared_from_this(), std::move(loaded),
+                                                 program.inputs, std::move(donated));
+  if (executable->outputs() != program.outputs) {
+    refuse(origin, "the output specs are " + text(program.outputs) +
+                       ", but the compiled program returns " + text(executable->outputs()));
+  }
+  return executable;
+}
+
+/// The cached executable of `key`, or null with `compiled.cache_error` saying why not.
+std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& program,
+                                   const Origin& origin, const ExecutableKey& key,
+                                   Compiled& compiled) {
+  std::optional<disk_cache::Entry> entry;
+  try {
+    entry = disk_cache::read(kKind, key.key);
+  } catch (const std::exception& e) {  // damaged, foreign or unsafe: compiled and replaced
+    compiled.cache_error = e.what();
+    return nullptr;
+  }
+  if (!entry) return nullptr;
+  const auto recorded = entry->header.find("program");
+  if (recorded == entry->header.end() || recorded->second != json::Value(key.program)) {
+    compiled.cache_error =
+        entry->path.string() + " was compiled from another program or with other options";
+    return nullptr;
+  }
+  try {
+    return checked(runtime, runtime.deserialize_loaded(entry->payload), program, origin);
+  } catch (const std::exception& e) {  // whatever went wrong, compiling is the way out
+    compiled.cache_error = "the plugin could not use " + entry->path.string() + ": " + e.what();
+    return nullptr;
+  }
+}
+
+/// Why `executable` could not be stored under `key`, or "" once it is.
+std::string store(const ProgramFile& program, const ExecutableKey& key,
+                  const Executable& executable) noexcept {
+  try {
+    json::Object header{
+        {"name", program.name},
+        {"platform", program.platform},
+        {"program", key.program},
+        {"fingerprint", hex(executable.fingerprint())},
+    };
+    disk_cache::write(kKind, key.key, std::move(header), executable.serialize());
+    return "";
+  } catch (const std::exception& e) {  // the program runs anyway; the next load compiles
+    return std::string("could not store the executable: ") + e.what();
+  }
+}
+
+}  // namespace
+
+Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
+                         const Origin& origin) {
+  check_platform(runtime, program, origin);
+  check_custom_calls(runtime, program, origin);
+  Compiled compiled;
+  const Clock::time_point start = Clock::now();
+  std::optional<ExecutableKey> key;
+  try {
+    if (disk_cache::configured_directory()) key = executable_key(program, runtime);
+  } catch (const std::exception& e) {  // no key to trust: compiled, not stored
+    compiled.cache_error = e.what();
+  }
+  if (key) compiled.executable = lookup(runtime, program, origin, *key, compiled);
+  compiled.load_seconds = seconds_since(start);
+  if (compiled.executable) {
+    compiled.cache_hit = true;
+    return compiled;
+  }
+  const Clock::time_point compile_start = Clock::now();
+  pjrt::LoadedExecutable loaded = runtime.compile_loaded(program.stablehlo, program.compile_options);
+  compiled.compile_seconds = seconds_since(compile_start);
+  compiled.executable = checked(runtime, std::move(loaded), program, origin);
+  if (key) {
+    // A bad entry is replaced by the fresh one; both problems are reported.
+    const std::string failure = store(program, *key, *compiled.executable);
+    if (!failure.empty()) {
+      compiled.cache_error += (compiled.cache_error.empty() ? "" : "; ") + failure;
+    }
+  }
+  return compiled;
+}
+
+}  // namespace cyxla::program
