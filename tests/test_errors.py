@@ -439,6 +439,12 @@ def test_the_outputs_written_in_place_are_read_from_the_compiled_program() -> No
         product, successor = executable.run([x, x])
         np.testing.assert_array_equal(product, x * x)
         np.testing.assert_array_equal(successor, x + 1)
+    # No inputs: the output's parameter is the first (number 0, which XLA's proto omits).
+    ramp = cx.lower(lambda: jnp.arange(length, dtype=jnp.float32), [])
+    assert _program.donated_outputs(ramp) == (0,)
+    executable, _ = cx.compile_program(ramp)
+    assert executable._native.donated_outputs == [0]
+    np.testing.assert_array_equal(executable.run([])[0], np.arange(length, dtype=np.float32))
 
 
 def test_donated_outputs_of_stablehlo_that_jaxlib_cannot_read() -> None:

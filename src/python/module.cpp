@@ -25,6 +25,7 @@
 #include "runtime/batched_executable.hpp"
 #include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/hlo_signature.hpp"
 #include "runtime/runtime.hpp"
 
 namespace nb = nanobind;
@@ -204,6 +205,18 @@ NB_MODULE(_core, m) {
       "The program's executable, from the disk cache or compiled (program/load_or_compile.hpp): "
       "(executable, cache_hit, compile_seconds, load_seconds, cache_error). `source` starts "
       "every refusal; `donated_outputs` None: read from the executable.");
+  // A test hook (tests/test_hlo_signature.py checks it against jaxlib's compiled modules).
+  m.def(
+      "_hlo_signature",
+      [](const std::string& format, nb::bytes data) -> nb::object {  // GCOVR_EXCL_LINE
+        const std::optional<HloSignature> signature =
+            read_hlo_signature(format, std::string_view(data.c_str(), data.size()));
+        if (!signature) return nb::none();
+        return nb::make_tuple(from_specs(signature->parameters), signature->aliases);
+      },
+      "format"_a, "data"_a,
+      "(parameters, (output, parameter) aliases) of an optimized HLO module, or None for "
+      "another format.");
   m.def(
       "library_identity",
       [](const pjrt::Plugin& plugin) {  // GCOVR_EXCL_LINE

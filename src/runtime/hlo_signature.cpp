@@ -131,7 +131,7 @@ void read_aliases(std::string_view bytes, HloSignature& signature) {
   for (Field entry; entries.next(entry);) {
     if (entry.number != kAliasesEntries || entry.wire != kLengthDelimited) continue;
     std::vector<int64_t> output_index, parameter_index;
-    std::optional<uint64_t> parameter;
+    uint64_t parameter = 0;  // proto3 leaves a field out when it holds 0
     Fields fields(entry.bytes);
     for (Field f; fields.next(f);) {
       if (f.number == kEntryOutputIndex) append_integers(f, output_index);
@@ -139,10 +139,10 @@ void read_aliases(std::string_view bytes, HloSignature& signature) {
       if (f.number == kEntryParameterIndex) append_integers(f, parameter_index);
     }
     // A whole parameter aliasing output k of the result tuple ([k]), or the one result.
-    if (!parameter || !parameter_index.empty() || output_index.size() > 1) continue;
+    if (!parameter_index.empty() || output_index.size() > 1) continue;
     const int64_t output = output_index.empty() ? 0 : output_index.front();
     if (output < 0) continue;
-    signature.aliases.emplace_back(static_cast<size_t>(output), static_cast<size_t>(*parameter));
+    signature.aliases.emplace_back(static_cast<size_t>(output), static_cast<size_t>(parameter));
   }
 }
 
