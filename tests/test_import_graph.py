@@ -172,3 +172,41 @@ def test_imports_run_one_way() -> None:
     assert not found, "import cycles in python/cyxla:\n" + "\n".join(
         " -> ".join(cycle) for cycle in found
     )
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph with each subpackage's modules merged into the subpackage (the folder):
+    the layers are folders, so imports between them must run one way too."""
+
+    def folder(module: str) -> str:
+        parts = module.split(".")
+        inside = len(parts) > 2 and (PACKAGE / parts[1]).is_dir()
+        return ".".join(parts[:2]) if inside else module
+
+    merged: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        edges = merged.setdefault(folder(module), set())
+        edges.update(folder(t) for t in targets if folder(t) != folder(module))
+    for target in set().union(*merged.values()) - set(merged):
+        merged[target] = set()
+    return merged
+
+
+def test_the_folder_graph_merges_a_subpackage() -> None:
+    graph = {
+        "cyxla._cache.keys": {"cyxla._backend"},
+        "cyxla._backend": {"cyxla._ffi.registry"},
+        "cyxla._ffi.registry": {"cyxla._ffi.plugin"},
+        "cyxla._ffi.plugin": {"cyxla._cache.probes"},
+        "cyxla._cache.probes": set(),
+    }
+    merged = folder_graph(graph)
+    assert merged["cyxla._ffi"] == {"cyxla._cache"}
+    assert cycles(merged) == [["cyxla._backend", "cyxla._ffi", "cyxla._cache", "cyxla._backend"]]
+
+
+def test_folders_import_one_way() -> None:
+    found = cycles(folder_graph(import_graph()))
+    assert not found, "import cycles between the folders of python/cyxla:\n" + "\n".join(
+        " -> ".join(cycle) for cycle in found
+    )

@@ -13,12 +13,12 @@ from cyxla._abi import (
     get_library,
     get_pkgconfig_dir,
 )
-from cyxla._backend import LoadedPlugin, initialize
+from cyxla._backend import LoadedPlugin, initialize, library_identity
 from cyxla._batched_executable import BatchedExecutable, compile_batched
 from cyxla._batched_lowering import lower_batched
 from cyxla._batched_program import BatchedProgram
 from cyxla._bound import BoundCall
-from cyxla._cache.keys import cache_key, library_identity
+from cyxla._cache.keys import cache_key
 from cyxla._cache.programs import load_lowered, store_lowered
 from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
 from cyxla._dtypes import SUPPORTED_DTYPES, ElementType

@@ -15,7 +15,7 @@ from cyxla._errors import PjrtError, PlatformMismatchError, PluginError
 from cyxla._ffi import registry
 from cyxla._platforms import normalize_platform
 
-__all__ = ["LoadedPlugin", "initialize", "loaded", "runtime_for"]
+__all__ = ["LoadedPlugin", "initialize", "library_identity", "loaded", "runtime_for"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +164,23 @@ def runtime_for(platform: str) -> _core.Runtime:
             f"'{current.platform}' (e.g. with jax.default_device) or run it in another process"
         )
     return current.runtime
+
+
+def library_identity(plugin: LoadedPlugin | None = None) -> dict[str, Any]:
+    """What identifies the plugin library that compiles and loads executables, as the disk
+    cache's key holds it (the core computes it, for Python and C alike).
+
+    Its canonical path, size and modification time when this process first asked (a
+    rebuilt or reinstalled library differs in one of them), its PJRT API version and its
+    `xla_version` attribute. `plugin` defaults to the plugin this process loaded, loading
+    the default one if there is none yet. InvalidArgumentError if the library is gone.
+    """
+    identified = plugin or loaded() or initialize()
+    path, size, mtime_ns = _core.library_identity(identified.plugin)
+    return {
+        "path": path,
+        "size": size,
+        "mtime_ns": mtime_ns,
+        "pjrt_version": list(identified.plugin.version),
+        "xla_version": identified.plugin.attributes.get("xla_version"),
+    }

@@ -1,6 +1,5 @@
-"""The keys of lowered programs in the disk cache (`cache_key`), and the plugin library's
-identity as the core's executable keys hold it. Executable keys themselves are made by
-the core (src/program/executable_key.cpp), for Python and C alike."""
+"""The keys of lowered programs in the disk cache (`cache_key`). Executable keys are made
+by the core (src/program/executable_key.cpp), for Python and C alike."""
 
 from __future__ import annotations
 
@@ -13,10 +12,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from cyxla import _backend, _core
 from cyxla._cache.store import cyxla_version
 
-__all__ = ["cache_key", "library_identity"]
+__all__ = ["cache_key"]
 
 
 def _distribution_version(name: str) -> str | None:
@@ -24,26 +22,6 @@ def _distribution_version(name: str) -> str | None:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
-
-
-def library_identity(plugin: _backend.LoadedPlugin | None = None) -> dict[str, Any]:
-    """What identifies the plugin library that compiles and loads executables, as the disk
-    cache's key holds it (the core computes it, for Python and C alike).
-
-    Its canonical path, size and modification time when this process first asked (a
-    rebuilt or reinstalled library differs in one of them), its PJRT API version and its
-    `xla_version` attribute. `plugin` defaults to the plugin this process loaded, loading
-    the default one if there is none yet. InvalidArgumentError if the library is gone.
-    """
-    loaded = plugin or _backend.loaded() or _backend.initialize()
-    path, size, mtime_ns = _core.library_identity(loaded.plugin)
-    return {
-        "path": path,
-        "size": size,
-        "mtime_ns": mtime_ns,
-        "pjrt_version": list(loaded.plugin.version),
-        "xla_version": loaded.plugin.attributes.get("xla_version"),
-    }
 
 
 def _tagged(value: Any) -> list[Any]:
