@@ -473,14 +473,35 @@ def test_hostile_lowered_entry_is_a_miss(
     assert cx.load_lowered("hostile") == _tanh_program()
 
 
-#: Executable-entry header fields with a valid checksum that must read as a miss. (What the
-#: executable takes and writes in place is no header field: a hit reads it from the plugin.)
+#: Executable-entry header fields with a valid checksum that must read as a miss.
 _HOSTILE_EXECUTABLES = {
     "deep nesting": ("name", "[" * 100_000 + "]" * 100_000),
     "an Infinity": ("name", "Infinity"),
     "a huge number": ("name", "1e400"),
     "a payload length that is a bool": ("payload_length", "true"),
     "a key of another type": ("key", "1"),
+    "a signature that is a list": ("signature", "[1]"),
+    "a signature without aliases": ("signature", '{"parameters": [[11, [4, 8]]]}'),
+    "a negative dimension in the signature": (
+        "signature",
+        '{"aliases": [], "parameters": [[11, [-4, 8]]]}',
+    ),
+    "a float in the signature": ("signature", '{"aliases": [], "parameters": [[11.0, [4, 8]]]}'),
+    "a signature of another parameter": (
+        "signature",
+        '{"aliases": [], "parameters": [[4, [4, 8]]]}',
+    ),
+    # An output written into a parameter the executable does not have: the plugin's
+    # parameter count refuses it (it would fail every call, and never be replaced).
+    "a signature with a donated parameter too many": (
+        "signature",
+        '{"aliases": [[0, 1]], "parameters": [[11, [4, 8]], [11, [4, 8]]]}',
+    ),
+    # And the reverse: a program that writes in place, recorded as one that does not.
+    "a signature without its donated parameter": (
+        "signature",
+        '{"aliases": [], "parameters": [[11, [256, 256]]]}',
+    ),
 }
 
 
@@ -488,6 +509,10 @@ _HOSTILE_EXECUTABLES = {
 def test_hostile_executable_entry_is_a_miss(cache: Path, case: str) -> None:
     field, text = _HOSTILE_EXECUTABLES[case]
     program = _tanh_program()
+    x = _tanh_x()
+    if "donated parameter" in case and "256" in text:  # a program writing in place
+        program = cx.lower(lambda v: jnp.tanh(v) * 2.0, [_spec(256, 256)])
+        x = np.linspace(-1, 1, 256 * 256, dtype=np.float32).reshape(256, 256)
     cx.compile_program(program)
     (entry,) = _entries(cache, "executables")
     header, payload = _split(entry)
@@ -496,9 +521,10 @@ def test_hostile_executable_entry_is_a_miss(cache: Path, case: str) -> None:
     _write_raw(entry, raw.encode(), payload)
     executable, stats = cx.compile_program(program)
     assert not stats.cache_hit and stats.cache_error is not None
-    np.testing.assert_allclose(executable.run([_tanh_x()])[0], np.tanh(_tanh_x()) * 2.0, rtol=1e-5)
-    _, again = cx.compile_program(program)
+    np.testing.assert_allclose(executable.run([x])[0], np.tanh(x) * 2.0, rtol=1e-5)
+    executable, again = cx.compile_program(program)
     assert again.cache_hit  # replaced
+    np.testing.assert_allclose(executable.run([x])[0], np.tanh(x) * 2.0, rtol=1e-5)
 
 
 def test_cache_info_shows_a_hostile_name_as_unknown(

@@ -56,6 +56,7 @@ STRUCT_SIZES = {
     "PJRT_Executable_OutputDimensions_Args": 48,
     "PJRT_Executable_Fingerprint_Args": 40,
     "PJRT_Executable_OptimizedProgram_Args": 32,
+    "PJRT_Executable_ParameterMemoryKinds_Args": 48,
     "PJRT_LoadedExecutable_Destroy_Args": 24,
     "PJRT_LoadedExecutable_GetExecutable_Args": 32,
     "PJRT_ExecuteOptions": 144,

@@ -381,6 +381,16 @@ typedef struct PJRT_Executable_OptimizedProgram_Args {
 } PJRT_Executable_OptimizedProgram_Args;
 CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_OptimizedProgram_Args, program)
 
+typedef struct PJRT_Executable_ParameterMemoryKinds_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Executable* executable;
+  size_t num_parameters;            /* out */
+  const char* const* memory_kinds;  /* out, owned by the executable */
+  const size_t* memory_kind_sizes;  /* out, owned by the executable */
+} PJRT_Executable_ParameterMemoryKinds_Args;
+CYXLA_PJRT_STRUCT_SIZE(PJRT_Executable_ParameterMemoryKinds_Args, memory_kind_sizes)
+
 typedef struct PJRT_LoadedExecutable_Destroy_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
@@ -514,6 +524,7 @@ CYXLA_PJRT_FUNCTION(PJRT_Executable_OutputElementTypes)
 CYXLA_PJRT_FUNCTION(PJRT_Executable_OutputDimensions)
 CYXLA_PJRT_FUNCTION(PJRT_Executable_Fingerprint)
 CYXLA_PJRT_FUNCTION(PJRT_Executable_OptimizedProgram)
+CYXLA_PJRT_FUNCTION(PJRT_Executable_ParameterMemoryKinds)
 CYXLA_PJRT_FUNCTION(PJRT_LoadedExecutable_Destroy)
 CYXLA_PJRT_FUNCTION(PJRT_LoadedExecutable_GetExecutable)
 CYXLA_PJRT_FUNCTION(PJRT_LoadedExecutable_Execute)
@@ -629,7 +640,6 @@ CYXLA_PJRT_UNUSED(PJRT_LoadedExecutable_AddressableDeviceLogicalIds)
 CYXLA_PJRT_UNUSED(PJRT_Buffer_Bitcast)
 CYXLA_PJRT_UNUSED(PJRT_Error_ForEachPayload)
 CYXLA_PJRT_UNUSED(PJRT_TopologyDescription_Fingerprint)
-CYXLA_PJRT_UNUSED(PJRT_Executable_ParameterMemoryKinds)
 CYXLA_PJRT_UNUSED(PJRT_Device_ClearMemoryStats)
 CYXLA_PJRT_UNUSED(PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace)
 CYXLA_PJRT_UNUSED(PJRT_TopologyDescription_GetMemorySpaceKindIds)

@@ -200,4 +200,13 @@ std::optional<HloSignature> signature_of(const pjrt::Plugin& plugin,
   return read_hlo_signature(format, code);
 }
 
+std::optional<size_t> parameter_count(const pjrt::Plugin& plugin, PJRT_LoadedExecutable* loaded) {
+  if (!plugin.has<&PJRT_Api::PJRT_Executable_ParameterMemoryKinds>()) return std::nullopt;
+  const pjrt::Executable executable = pjrt::executable_of(plugin, loaded);
+  auto args = pjrt::make_args<PJRT_Executable_ParameterMemoryKinds_Args>();
+  args.executable = executable.get();
+  CYXLA_PJRT_CALL(plugin, PJRT_Executable_ParameterMemoryKinds, args);
+  return args.num_parameters;
+}
+
 }  // namespace cyxla

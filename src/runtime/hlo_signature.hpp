@@ -34,4 +34,8 @@ std::optional<HloSignature> read_hlo_signature(std::string_view format, std::str
 std::optional<HloSignature> signature_of(const pjrt::Plugin& plugin,
                                          PJRT_LoadedExecutable* loaded);
 
+/// How many parameters `loaded` takes, or nothing when the plugin cannot tell. Cheap,
+/// unlike signature_of: a cache hit checks the signature its entry records with it.
+std::optional<size_t> parameter_count(const pjrt::Plugin& plugin, PJRT_LoadedExecutable* loaded);
+
 }  // namespace cyxla
