@@ -10,6 +10,9 @@ if(NOT TARGET cyxla::cyxla)
     INTERFACE_INCLUDE_DIRECTORIES "${_cyxla_prefix}/include"
     # cyxla.hpp without Python: the runtime comes from libcyxla, not from cyxla._core.
     INTERFACE_COMPILE_DEFINITIONS "CYXLA_STANDALONE"
+    # cyxla.hpp is C++20 (std::span): a consumer gets that standard from the target, as
+    # from any package's, without setting CMAKE_CXX_STANDARD itself.
+    INTERFACE_COMPILE_FEATURES "cxx_std_20"
   )
 endif()
 set(cyxla_INCLUDE_DIR "${_cyxla_prefix}/include")

@@ -68,6 +68,42 @@ def test_the_cpp_application_runs_the_exported_mlp_from_its_thread_pool(
     assert "libpython mapped: no" in result.stdout
 
 
+_CONSUMER = """
+cmake_minimum_required(VERSION 3.20)
+project(consumer LANGUAGES CXX)
+find_package(cyxla 0.1 CONFIG REQUIRED)
+add_executable(consumer main.cpp)
+target_link_libraries(consumer PRIVATE cyxla::cyxla)
+"""
+
+#: cyxla.hpp's C++20 (std::span) in a file compiled with the standard the target gives.
+_CONSUMER_MAIN = """
+#include <cyxla/cyxla.hpp>
+#include <cstdio>
+#include <span>
+int main() {
+  static_assert(__cplusplus >= 202002L);
+  std::printf("ABI %d\\n", CYXLA_ABI_VERSION);
+}
+"""
+
+
+def test_a_cmake_consumer_that_sets_no_standard_builds(tmp_path: Path) -> None:
+    """The conventional use of a CMake package: find_package, then target_link_libraries,
+    with no CMAKE_CXX_STANDARD (GCC 12 defaults to C++17, where cyxla.hpp does not build
+    unless the target carries cxx_std_20)."""
+    source = tmp_path / "consumer"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text(_CONSUMER)
+    (source / "main.cpp").write_text(_CONSUMER_MAIN)
+    cmake = tool("cmake")
+    build = tmp_path / "build"
+    run([cmake, "-S", str(source), "-B", str(build), f"-DCMAKE_PREFIX_PATH={cx.get_cmake_dir()}"])
+    run([cmake, "--build", str(build)])
+    result = run([str(build / "consumer")], env=without_python_env())
+    assert result.stdout.strip() == f"ABI {cx.ABI_VERSION}"
+
+
 def test_the_c_program_builds_with_pkg_config_and_runs(exported: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
     flags = run([tool("pkg-config", "pkgconf"), "--cflags", "--libs", "cyxla"], env=env)
