@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support import run_cyxla
+from support import plugin_library, run_cyxla
 
 _RESULT = re.compile(r"^(cyxla|jax\.jit|native) +result\[0, :4\]: \[([^\]]*)\]$", re.M)
 
@@ -72,3 +72,14 @@ def test_unknown_command() -> None:
     assert result.returncode == 2
     assert "invalid choice: 'no-such-command'" in result.stderr
     assert "demo" in result.stderr and "plugins" in result.stderr
+
+
+def test_plugins_path_prints_one_library_or_says_what_to_install() -> None:
+    found = run_cyxla("plugins", "--path", "cpu")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout == plugin_library() + "\n"
+    missing = run_cyxla("plugins", "--path", "tpu")
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert "no tpu plugin is installed; install one with: pip install 'cyxla[tpu]'" in (
+        missing.stderr
+    )

@@ -128,6 +128,40 @@ def test_the_c_program_builds_with_pkg_config_and_runs(exported: Path, tmp_path:
     assert result.stdout.strip() == "0 of 1024 values differ from jax.jit"
 
 
+def test_a_moved_application_runs_from_its_own_directory(exported: Path, tmp_path: Path) -> None:
+    """The deploying recipe (docs/guide/standalone.md): linked with pkg-config's -L and -l
+    and a run path of $ORIGIN, the application runs from a fresh directory that holds it,
+    libcyxla.so and the program files, the plugin named by `python -m cyxla plugins --path`;
+    nothing of the build or of the virtual environment is on its search path."""
+    env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
+    pkg_config = tool("pkg-config", "pkgconf")
+    cflags = run([pkg_config, "--cflags", "cyxla"], env=env).stdout.split()
+    libs = run([pkg_config, "--libs-only-L", "--libs-only-l", "cyxla"], env=env).stdout.split()
+    build = tmp_path / "build"
+    build.mkdir()
+    compiler = os.environ.get("CC") or tool("cc", "gcc")
+    source = str(EXAMPLE / "run.c")
+    run([compiler, source, *cflags, *libs, "-Wl,-rpath,$ORIGIN", "-lm", "-o", str(build / "run")])
+    app = tmp_path / "app"
+    app.mkdir()
+    shutil.copy2(build / "run", app)
+    shutil.copy2(cx.get_library(), app)
+    for name in ("mlp.cyxla", "inputs.f32", "expected.f32"):
+        shutil.copy2(exported / name, app)
+    shutil.rmtree(build)
+    dynamic = run(["readelf", "-d", str(app / "run")]).stdout
+    assert "RUNPATH" in dynamic and "[$ORIGIN]" in dynamic, dynamic
+    plugin = run([sys.executable, "-m", "cyxla", "plugins", "--path", "cpu"]).stdout.strip()
+    assert Path(plugin) == Path(plugin_library())
+    env = {k: v for k, v in without_python_env().items() if k != "LD_LIBRARY_PATH"}
+    result = run(
+        ["./run", "mlp.cyxla", "inputs.f32", "expected.f32"],
+        env={**env, "CYXLA_PJRT_PLUGIN": plugin},
+        cwd=app,
+    )
+    assert result.stdout.strip() == "0 of 1024 values differ from jax.jit"
+
+
 def test_a_bad_file_stops_the_application_with_the_loaders_message(
     exported: Path, tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ _ARGUMENTS = {
     "bench": bench.add_arguments,
     "cache": cache.add_arguments,
     "export": export.add_arguments,
+    "plugins": plugins.add_arguments,
 }
 
 

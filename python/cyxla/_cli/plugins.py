@@ -1,10 +1,13 @@
 """`python -m cyxla plugins`: every plugin cyxla can find, whether it loads, and whether it
 is in step with jaxlib (`_compat`'s verdict, the one a load warns with). Exits non-zero
-when no plugin is both loadable and in step."""
+when no plugin is both loadable and in step. `--path PLATFORM` prints only the library of
+the installed plugin of that platform, for scripts that deploy an application with it."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 
 from cyxla import _backend, _compat, _core, _plugins
 from cyxla._errors import PluginNotFoundError
@@ -26,7 +29,17 @@ def _describe(plugin: _core.Plugin) -> str:
     )
 
 
-def main() -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--path",
+        metavar="PLATFORM",
+        help="print only the library of the installed plugin of PLATFORM (cpu, cuda, ...)",
+    )
+
+
+def main(args: argparse.Namespace | None = None) -> int:
+    if args is not None and args.path is not None:
+        return _print_path(args.path)
     rows: list[tuple[str, str, str, str]] = []
     override = os.environ.get(_plugins.PLUGIN_ENVIRONMENT_VARIABLE)
     if override:
@@ -65,6 +78,15 @@ def main() -> int:
         print(f"loaded in this process: {loaded.platform} from {loaded.library}")
     if not usable:
         print("no usable plugin: none loads and is in step with jaxlib")
+        return 1
+    return 0
+
+
+def _print_path(platform: str) -> int:
+    try:
+        print(_plugins.entry_for(platform).library_path())
+    except PluginNotFoundError as error:
+        print(f"python -m cyxla plugins: {error}", file=sys.stderr)
         return 1
     return 0
 
