@@ -128,27 +128,59 @@ def test_the_c_program_builds_with_pkg_config_and_runs(exported: Path, tmp_path:
     assert result.stdout.strip() == "0 of 1024 values differ from jax.jit"
 
 
-def test_a_moved_application_runs_from_its_own_directory(exported: Path, tmp_path: Path) -> None:
-    """The deploying recipe (docs/guide/standalone.md): linked with pkg-config's -L and -l
-    and a run path of $ORIGIN, the application runs from a fresh directory that holds it,
-    libcyxla.so and the program files, the plugin named by `python -m cyxla plugins --path`;
-    nothing of the build or of the virtual environment is on its search path."""
+#: The CMake side of the deploying recipe: the run path $ORIGIN, libcyxla.so installed
+#: beside the application (a C application: the package serves C projects too).
+_RELOCATABLE_CMAKE = """
+cmake_minimum_required(VERSION 3.20)
+project(app LANGUAGES C)
+find_package(cyxla 0.1 CONFIG REQUIRED)
+add_executable(run run.c)
+target_link_libraries(run PRIVATE cyxla::cyxla m)
+set_target_properties(run PROPERTIES INSTALL_RPATH "$ORIGIN")
+install(TARGETS run DESTINATION .)
+install(FILES "${cyxla_LIBRARY}" DESTINATION .)
+"""
+
+
+def _build_relocatable(how: str, build: Path, app: Path) -> None:
+    """The application and libcyxla.so in `app`, built in `build` as the recipe says."""
+    if how == "cmake":
+        (build / "CMakeLists.txt").write_text(_RELOCATABLE_CMAKE)
+        shutil.copy2(EXAMPLE / "run.c", build)
+        cmake = tool("cmake")
+        prefix = f"-DCMAKE_PREFIX_PATH={cx.get_cmake_dir()}"
+        run([cmake, "-S", str(build), "-B", str(build / "out"), prefix])
+        run([cmake, "--build", str(build / "out")])
+        run([cmake, "--install", str(build / "out"), "--prefix", str(app)])
+        return
     env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
     pkg_config = tool("pkg-config", "pkgconf")
     cflags = run([pkg_config, "--cflags", "cyxla"], env=env).stdout.split()
     libs = run([pkg_config, "--libs-only-L", "--libs-only-l", "cyxla"], env=env).stdout.split()
-    build = tmp_path / "build"
-    build.mkdir()
     compiler = os.environ.get("CC") or tool("cc", "gcc")
     source = str(EXAMPLE / "run.c")
     run([compiler, source, *cflags, *libs, "-Wl,-rpath,$ORIGIN", "-lm", "-o", str(build / "run")])
-    app = tmp_path / "app"
     app.mkdir()
     shutil.copy2(build / "run", app)
     shutil.copy2(cx.get_library(), app)
+
+
+@pytest.mark.parametrize("how", ["pkg-config", "cmake"])
+def test_a_moved_application_runs_from_its_own_directory(
+    how: str, exported: Path, tmp_path: Path
+) -> None:
+    """The deploying recipe (docs/guide/standalone.md): linked with a run path of $ORIGIN,
+    the application runs from a directory that holds it, libcyxla.so and the program
+    files, moved there from where it was put together, with the plugin that `python -m
+    cyxla plugins --path` names; nothing of the build or of the virtual environment is on
+    its search path."""
+    build, staged = tmp_path / "build", tmp_path / "staged"
+    build.mkdir()
+    _build_relocatable(how, build, staged)
     for name in ("mlp.cyxla", "inputs.f32", "expected.f32"):
-        shutil.copy2(exported / name, app)
+        shutil.copy2(exported / name, staged)
     shutil.rmtree(build)
+    app = staged.rename(tmp_path / "moved")
     dynamic = run(["readelf", "-d", str(app / "run")]).stdout
     assert "RUNPATH" in dynamic and "[$ORIGIN]" in dynamic, dynamic
     plugin = run([sys.executable, "-m", "cyxla", "plugins", "--path", "cpu"]).stdout.strip()
