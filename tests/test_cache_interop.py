@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import importlib
 import json
 import math
 import os
@@ -28,7 +27,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _backend, _core, _plugins
+from cyxla import _backend, _core
 from cyxla._cache import keys, store
 from cyxla._compile_options import compile_options
 from cyxla._program import donated_outputs
@@ -230,19 +229,6 @@ def test_the_native_key_is_pythons_on_a_runtime_that_c_opened(
     program.save(path)
     child = native_child(path, cache)
     assert child["key"] == list(python_key(program))
-
-
-@pytest.mark.parametrize("entry", ["cpu", "cuda12", "cuda13", "rocm7", "tpu"])
-def test_a_runtime_c_opens_has_the_client_options_of_pythons_plugin_entry(entry: str) -> None:
-    module = importlib.import_module(f"cyxla.plugins.{entry}")
-    platform = _plugins.normalize_platform(module.PLATFORM)
-    assert _core._with_default_options(platform, {}) == module.CREATE_OPTIONS
-    # Older plugins report "host" or "gpu".
-    alias = {"cpu": "host", "cuda": "gpu"}.get(platform, platform)
-    assert _core._with_default_options(alias, {}) == module.CREATE_OPTIONS
-    # An option the caller names replaces its default; the others stay.
-    named = {name: "given" for name in module.CREATE_OPTIONS} | {"other": 3}
-    assert _core._with_default_options(platform, named) == named
 
 
 def test_an_option_c_names_replaces_the_default_and_gives_another_key(

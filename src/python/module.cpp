@@ -21,8 +21,8 @@
 #include "python/host_buffers.hpp"
 #include "python/output_memory.hpp"
 #include "runtime/batched_executable.hpp"
-#include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/platforms.hpp"
 #include "runtime/runtime.hpp"
 
 namespace nb = nanobind;
@@ -116,6 +116,30 @@ NB_MODULE(_core, m) {
   // The C API's function table, imported by extension modules through cyxla_import().
   m.attr("_C_API") = nb::capsule(static_cast<const void*>(&abi::table()), CYXLA_CAPSULE_NAME);
 
+  // The table of platforms (runtime/platforms.hpp), which cyxla._platforms reads.
+  nb::list platforms;
+  nb::dict xla_platforms;
+  nb::dict client_defaults;
+  for (const Platform& p : kPlatforms) {
+    const nb::str name(p.name.data(), p.name.size());
+    platforms.append(name);
+    if (!p.xla_name.empty()) xla_platforms[name] = nb::str(p.xla_name.data(), p.xla_name.size());
+    nb::dict defaults;
+    for (const DefaultOption& o : p.client_defaults) {
+      defaults[nb::str(o.name.data(), o.name.size())] =
+          std::visit([](auto v) { return nb::cast(v); }, o.value);
+    }
+    client_defaults[name] = defaults;
+  }
+  m.attr("PLATFORMS") = nb::tuple(platforms);
+  m.attr("XLA_PLATFORMS") = xla_platforms;
+  m.attr("CLIENT_DEFAULTS") = client_defaults;
+  nb::dict aliases;
+  for (const auto& [alias, platform] : kPlatformAliases) {
+    aliases[nb::str(alias.data(), alias.size())] = nb::str(platform.data(), platform.size());
+  }
+  m.attr("PLATFORM_ALIASES") = aliases;
+
   // Executable.run's new outputs (internal, hence the underscore).
   m.def("_recycled_bytes", &python::recycled_bytes, "bytes"_a,
         "A writable uint8 array of `bytes` bytes, 64-byte aligned, whose memory is reused "
@@ -183,19 +207,6 @@ NB_MODULE(_core, m) {
         return nb::make_tuple(program::json::dump(key->source), key->key);
       },
       "path"_a, "runtime"_a.none() = nb::none());
-  // A test hook (tests/test_cache_interop.py compares it with the plugin entries'
-  // CREATE_OPTIONS): the client options that cyxla_open_runtime gives the plugin of
-  // `platform` when the caller names `options`.
-  m.def(
-      "_with_default_options",
-      [](const std::string& platform, const nb::dict& options) {  // GCOVR_EXCL_LINE
-        nb::dict out;
-        for (const pjrt::NamedValue& o : with_default_options(platform, to_named_values(options))) {
-          out[o.name.c_str()] = std::visit([](const auto& v) { return nb::cast(v); }, o.value);
-        }
-        return out;
-      },
-      "platform"_a, "options"_a);
   // Test hooks of the cache's SHA-256 and JSON, checked against hashlib and json.
   m.def("_sha256_hex", [](nb::bytes data) {
     return program::sha256_hex(std::string_view(data.c_str(), data.size()));
