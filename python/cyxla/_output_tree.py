@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 
+from cyxla import _core
 from cyxla._errors import UnsupportedProgramError
 
 __all__ = ["MAX_NESTING", "decode_tree", "encode_tree", "nesting"]
@@ -20,8 +21,9 @@ __all__ = ["MAX_NESTING", "decode_tree", "encode_tree", "nesting"]
 _LEAF = "*"
 #: The deepest nesting of lists and dicts in an encoded output structure (two or three
 #: for each level of the tree): deeper ones are refused when written, and a stored one
-#: is refused before anything recurses into it.
-MAX_NESTING = 512
+#: is refused before anything recurses into it (by the program-file reader of the core,
+#: which this limit is).
+MAX_NESTING: int = _core.OUTPUT_TREE_MAX_NESTING
 
 
 def _encode(tree: Any, writer: str) -> Any:
