@@ -7,7 +7,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
 import pickle
+import stat
 import struct
 import zlib
 from collections.abc import Callable
@@ -251,6 +253,19 @@ def test_a_save_that_fails_leaves_no_file_behind(tmp_path: Path, program: cx.Pro
     assert [p.name for p in tmp_path.iterdir()] == ["model.cyxla"] and target.is_dir()
     program.save(tmp_path / "other.cyxla")  # beside it, a save works
     _check_against_jit(cx.load_program(tmp_path / "other.cyxla"))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_a_saved_file_has_the_mode_the_umask_gives(
+    tmp_path: Path, program: cx.Program, umask: int
+) -> None:
+    """A saved file is created as the process creates any file, not private (0600)."""
+    old = os.umask(umask)
+    try:
+        program.save(tmp_path / "model.cyxla")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "model.cyxla").stat().st_mode) == 0o666 & ~umask
 
 
 # ------------------------------------------------------------------ pickling

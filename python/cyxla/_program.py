@@ -6,7 +6,7 @@ import functools
 import json
 import operator
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,7 +131,9 @@ class Program:
         containers other than tuples, lists, dicts and None (a custom pytree node, which
         would have to import code to rebuild); save `dataclasses.replace(program,
         output_tree=None)` to keep its outputs as a flat tuple instead. ValueError if the
-        name holds a line break; OSError if the file cannot be written.
+        name holds a line break; OSError if the file cannot be written. The file is
+        created as the process creates any file (readable by others unless the umask
+        says otherwise).
         """
         _write_atomically(
             _file_path(path, "Program.save"), program_file_bytes(self, "Program.save")
@@ -309,7 +311,11 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """`data` as the file `path`, which other processes see whole or not at all."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    # Not tempfile.mkstemp, whose files are private (0600): this one gets the mode any
+    # new file of the process gets, 0666 less the umask.
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(temporary, flags, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
