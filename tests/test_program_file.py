@@ -25,10 +25,11 @@ import pytest
 
 import cyxla as cx
 from cyxla import _core
+from cyxla._compile_options import compile_options
 from cyxla._jaxlib import xla_client
 from cyxla._output_tree import MAX_NESTING
 
-from program_file_writer import HEADER, metadata_of, replace_metadata, rewrite
+from program_file_writer import HEADER, metadata_of, pack, parts, replace_metadata, rewrite
 from support import INVALID_ARGUMENT, PROGRAM_FILE, run_python
 
 
@@ -266,6 +267,22 @@ def test_a_saved_file_has_the_mode_the_umask_gives(
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "model.cyxla").stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_loaded_program_keeps_the_files_compile_options(saved: Path, program: cx.Program) -> None:
+    assert program.compile_options is None  # lower's: cyxla's defaults when saved
+    metadata, code, _ = parts(saved.read_bytes())
+    options = compile_options({"xla_cpu_enable_fast_math": False})
+    assert options != compile_options()
+    other = saved.with_name("options.cyxla")
+    other.write_bytes(pack(metadata, code, options))
+    loaded = cx.load_program(other)
+    assert loaded.compile_options == options
+    assert loaded == program  # the options are not compared
+    assert "compile_options" not in repr(loaded)
+    loaded.save(saved.with_name("again.cyxla"))
+    assert parts(saved.with_name("again.cyxla").read_bytes())[2] == options
+    assert pickle.loads(pickle.dumps(loaded)).compile_options == options
 
 
 # ------------------------------------------------------------------ pickling

@@ -119,6 +119,10 @@ class Program:
     custom_calls: tuple[str, ...]
     name: str
     output_tree: Any = field(repr=False, compare=False)
+    #: The serialized xla.CompileOptionsProto of the program file it was loaded from,
+    #: which `compile_program` uses when given no `options`; None for a program that
+    #: `lower` made (cyxla's default options).
+    compile_options: bytes | None = field(default=None, repr=False, compare=False)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the program to a program file at `path` for `load_program`, here or in
@@ -292,6 +296,7 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     if program.output_tree is not None:
         encoded = encode_tree(program.output_tree, program.name, writer)
         tree = json.dumps(encoded, separators=(",", ":"))
+    options = program.compile_options
     return _core._pack_program_file(
         name=program.name,
         platform=program.platform,
@@ -301,7 +306,7 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
         custom_calls=list(program.custom_calls),
         donated_outputs=list(donated_outputs(program)),
         stablehlo=bytes(program.stablehlo),
-        compile_options=compile_options(),
+        compile_options=compile_options() if options is None else options,
         cyxla_version=__version__,
         jax_version=jax.__version__,
         jaxlib_version=jaxlib.__version__,
@@ -344,6 +349,7 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
             if tree is not None
             else jax.tree.structure((0,) * len(outputs))
         ),
+        compile_options=contents["compile_options"],
     )
 
 
