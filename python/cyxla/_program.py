@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import operator
 import os
 import secrets
@@ -294,8 +293,7 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     InvalidArgumentError (a ValueError) if a text field holds a line break."""
     tree = None
     if program.output_tree is not None:
-        encoded = encode_tree(program.output_tree, program.name, writer)
-        tree = json.dumps(encoded, separators=(",", ":"))
+        tree = encode_tree(program.output_tree, program.name, writer)
     options = program.compile_options
     return _core._pack_program_file(
         name=program.name,
@@ -345,9 +343,7 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
         custom_calls=tuple(contents["custom_calls"]),
         name=contents["name"],
         output_tree=(
-            decode_tree(json.loads(tree))
-            if tree is not None
-            else jax.tree.structure((0,) * len(outputs))
+            decode_tree(tree) if tree is not None else jax.tree.structure((0,) * len(outputs))
         ),
         compile_options=contents["compile_options"],
     )
