@@ -482,11 +482,19 @@ _BAD_FILES: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
         "metadata",
         "malformed metadata: not UTF-8 text (at byte ",
     ),
-    "a surrogate": (
-        lambda d: rewrite(d, metadata=metadata_of(d).encode() + b"key \xed\xa0\x80\n"),
-        "metadata",
-        "not UTF-8 text",
-    ),
+    **{
+        f"not UTF-8: {what}": (
+            lambda d, b=bad: rewrite(d, metadata=metadata_of(d).encode() + b"key " + b + b"\n"),
+            "metadata",
+            "not UTF-8 text",
+        )
+        for what, bad in {
+            "a surrogate": b"\xed\xa0\x80",
+            "an overlong form": b"\xe0\x80\xaf",
+            "past U+10FFFF": b"\xf4\x90\x80\x80",
+            "a cut sequence": b"\xe2\x82",
+        }.items()
+    },
     "no final LF": (
         _edit_metadata(lambda t: t[:-1]),
         "metadata",
@@ -694,6 +702,8 @@ def test_the_limits_of_a_file_are_read(saved: Path) -> None:
     loaded = cx.load_program(other)
     assert loaded == cx.load_program(saved)
     assert loaded.output_tree == jax.tree.structure((0,) * 5)
+    other.write_bytes(_replace("name _structured", "name π_模型_😀")(saved.read_bytes()))
+    assert cx.load_program(other).name == "π_模型_😀"
     largest = (1 << 63) - 1
     other.write_bytes(_replace("input F32 [4,8]", f"input F32 [{largest},0]")(saved.read_bytes()))
     assert cx.load_program(other).inputs[0].shape == (largest, 0)
