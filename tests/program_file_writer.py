@@ -1,5 +1,5 @@
-"""Program files for the tests of the native loader: `save` (Program.save, returning the
-path) and the byte-level pieces (`pack`, `metadata_text`) with which the tests build bad
+"""Program files for the tests: `save` (Program.save, returning the path) and the
+byte-level pieces (`pack`, `metadata_text`, `rewrite`) with which the tests build bad
 files, written from the layout in docs/program-file.md rather than from the writer."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _spec_line(key: str, spec: cx.TensorSpec) -> str:
 
 
 def metadata_text(program: cx.Program) -> str:
-    """The metadata lines of `program`, in the order FORMAT.md gives."""
+    """The metadata lines of `program` (without an output_tree), in the documented order."""
     lines = [
         f"name {program.name}",
         f"platform {program.platform}",
@@ -55,6 +55,46 @@ def pack(
     )
     checksum = zlib.crc32(body) if crc is None else crc
     return MAGIC + struct.pack("<II", version, checksum) + body
+
+
+def parts(data: bytes) -> tuple[bytes, bytes, bytes]:
+    """The metadata, StableHLO and compile options of a well-formed file."""
+    _, _, _, m, s, _, _ = HEADER.unpack_from(data)
+    body = data[HEADER.size :]
+    return body[:m], body[m : m + s], body[m + s :]
+
+
+def metadata_of(data: bytes) -> str:
+    return parts(data)[0].decode()
+
+
+def rewrite(
+    data: bytes,
+    *,
+    metadata: bytes | None = None,
+    version: int | None = None,
+    reserved: int | None = None,
+    crc: bool = True,
+) -> bytes:
+    """`data` with fields replaced, its sizes and CRC-32 made right again (a CRC of 0
+    unless `crc`)."""
+    _, old_version, _, _, _, _, old_reserved = HEADER.unpack_from(data)
+    old_metadata, stablehlo, options = parts(data)
+    return pack(
+        old_metadata if metadata is None else metadata,
+        stablehlo,
+        options,
+        version=old_version if version is None else version,
+        reserved=old_reserved if reserved is None else reserved,
+        crc=None if crc else 0,
+    )
+
+
+def replace_metadata(data: bytes, old: str, new: str) -> bytes:
+    """`data` with the first `old` of its metadata replaced by `new`, sizes and CRC right."""
+    text = metadata_of(data)
+    assert old in text, f"{old!r} not in the metadata"
+    return rewrite(data, metadata=text.replace(old, new, 1).encode())
 
 
 def save(program: cx.Program, path: str | Path) -> Path:

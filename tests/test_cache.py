@@ -9,6 +9,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -33,6 +34,7 @@ from cyxla.__main__ import main as cli
 from cyxla._cache import keys as cache_keys
 from cyxla._cache import store
 
+from program_file_writer import parts, replace_metadata
 from support import plugin_library, run_cyxla, run_python
 
 # ------------------------------------------------------------------ helpers
@@ -421,56 +423,70 @@ def _nested(depth: int) -> str:
     return '{"tuple":[' * depth + '"*"' + "]}" * depth
 
 
-#: Lowered-entry bodies with a valid checksum that must read as a miss: each replaces
-#: one field of the description with raw JSON text.
-_HOSTILE_PROGRAMS = {
-    "deep nesting (the parser)": ("output_tree", _nested(100_000)),
-    "deep nesting (the tree)": ("output_tree", _nested(400)),
-    "an Infinity dimension": ("inputs", "[[11, [Infinity, 8]]]"),
-    "a NaN element type": ("inputs", "[[NaN, [4, 8]]]"),
-    "a huge dimension": ("inputs", "[[11, [100000000000000000000000000000, 8]]]"),
-    "a negative dimension": ("inputs", "[[11, [-4, 8]]]"),
-    "a float dimension": ("outputs", "[[11, [4.0, 8]]]"),
-    "a bool dimension": ("outputs", "[[11, [true, 8]]]"),
-    "a number too long to convert": ("inputs", "[[11, [" + "9" * 5000 + ", 8]]]"),
-    "an element type by name": ("inputs", '[["F32", [4, 8]]]'),
-    "specs as a dict": ("inputs", '{"a": 1}'),
-    "a spec of three parts": ("inputs", "[[11, [4, 8], 1]]"),
-    "custom calls as a string": ("custom_calls", '"abc"'),
-    "a name that is a list": ("name", "[1, 2]"),
-    "a platform that is a number": ("platform", "1e308"),
-    "a description that is a list": ("", "[1, 2]"),
-}
-
-
 def _hostile_program_entry(cache: Path, key: str, field: str, text: str) -> Path:
+    """A program entry whose header `field` is the raw JSON `text`, with a valid checksum."""
     cx.store_lowered(key, _tanh_program())
     (entry,) = _entries(cache, "programs")
     header, payload = _split(entry)
     marker = "@@HOSTILE@@"
-    if field:
-        header["program"][field] = marker
-    else:  # the whole description
-        header["program"] = marker
+    header[field] = marker
     raw = json.dumps(header, sort_keys=True).replace(json.dumps(marker), text)
     _write_raw(entry, raw.encode(), payload)
     return entry
 
 
-@pytest.mark.parametrize("case", sorted(_HOSTILE_PROGRAMS))
-def test_hostile_lowered_entry_is_a_miss(
+def _with_payload(entry: Path, change: Callable[[bytes], bytes]) -> None:
+    """Changes an entry's payload, its header (length, binding) and checksum made right
+    again: an entry that the store hands on."""
+    header, payload = _split(entry)
+    payload = change(payload)
+    header["payload_length"] = len(payload)
+    header["binding"] = store.binding(header["kind"], header["key"], payload)
+    entry.write_bytes(store._encode(header, payload))
+
+
+#: Program-entry payloads that the store hands on and the program-file reader refuses
+#: (tests/test_program_file.py has every refusal), with a part of the warning.
+_UNREADABLE_PROGRAMS: dict[str, tuple[Callable[[bytes], bytes], str]] = {
+    "an altered program file": (_flip(-3), "altered or corrupted"),
+    "an unknown platform": (
+        lambda d: replace_metadata(d, "platform cpu", "platform abacus"),
+        "unknown platform 'abacus'",
+    ),
+    "the StableHLO alone (as entries once held it)": (
+        lambda d: parts(d)[1],
+        "not a cyxla program file",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_UNREADABLE_PROGRAMS))
+def test_unreadable_lowered_entry_is_a_miss(
     cache: Path, case: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    field, text = _HOSTILE_PROGRAMS[case]
-    _hostile_program_entry(cache, "hostile", field, text)
-    with pytest.warns(UserWarning, match="cyxla cache: ignored"):
-        assert cx.load_lowered("hostile") is None
+    change, message = _UNREADABLE_PROGRAMS[case]
+    cx.store_lowered("unreadable", _tanh_program())
+    (entry,) = _entries(cache, "programs")
+    _with_payload(entry, change)
+    warning = f"cyxla cache: ignored an entry: {re.escape(str(entry))}: .*{re.escape(message)}"
+    with pytest.warns(UserWarning, match=warning):
+        assert cx.load_lowered("unreadable") is None
     assert cli(["cache", "info"]) == 0
     # Listed, as one program (the process's first plugin load may have kept its scan).
     rows = capsys.readouterr().out.splitlines()
     assert len([row for row in rows if row.lstrip().startswith("program ")]) == 1
-    assert cx.store_lowered("hostile", _tanh_program())  # and it is replaced
-    assert cx.load_lowered("hostile") == _tanh_program()
+    assert cx.store_lowered("unreadable", _tanh_program())  # and it is replaced
+    assert cx.load_lowered("unreadable") == _tanh_program()
+
+
+def test_a_lowered_entry_holds_the_programs_file(cache: Path, tmp_path: Path) -> None:
+    program = _structured_program()
+    cx.store_lowered("file", program)
+    (entry,) = _entries(cache, "programs")
+    header, payload = _split(entry)
+    assert header["name"] == program.name
+    program.save(tmp_path / "structured.cyxla")
+    assert payload == (tmp_path / "structured.cyxla").read_bytes()
 
 
 #: Executable-entry header fields with a valid checksum that must read as a miss.
@@ -1278,19 +1294,6 @@ def test_entry_whose_header_misstates_its_payload_is_ignored(cache: Path) -> Non
         assert cx.load_lowered("misstated") is None
 
 
-def test_lowered_entry_this_cyxla_cannot_read_is_ignored(cache: Path) -> None:
-    cx.store_lowered("malformed", _program())
-    (entry,) = _entries(cache, "programs")
-    _rewrite_header(entry, lambda h: h["program"].update(output_tree={"set": []}))
-    with pytest.warns(UserWarning, match=r"unreadable program \(ValueError\(.malformed output"):
-        assert cx.load_lowered("malformed") is None
-    _rewrite_header(entry, lambda h: h["program"].pop("inputs"))
-    with pytest.warns(UserWarning, match=r"unreadable program \(KeyError\('inputs'\)\)"):
-        assert cx.load_lowered("malformed") is None
-    assert cx.store_lowered("malformed", _program())
-    assert cx.load_lowered("malformed") == _program()
-
-
 def test_entry_that_is_a_pipe_is_not_read(cache: Path) -> None:
     cx.store_lowered("pipe", _program())
     (entry,) = _entries(cache, "programs")
@@ -1396,7 +1399,7 @@ def test_peek_shows_headers_and_tolerates_junk(cache: Path, tmp_path: Path) -> N
     (entry,) = _entries(cache, "programs")
     header = store.peek(entry)
     assert header is not None
-    assert (header["key"], header["program"]["name"]) == ("peeked", "scaled")
+    assert (header["key"], header["name"]) == ("peeked", "scaled")
     junk = tmp_path / "junk"
     cases = {
         b"short": "shorter than a prefix",

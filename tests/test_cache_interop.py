@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import importlib
 import json
 import math
 import os
@@ -28,7 +27,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core, _plugins
+from cyxla import _core
 from cyxla._cache import store
 from cyxla._program import donated_outputs
 
@@ -198,19 +197,6 @@ def native_load(path: Path) -> None:
 
 
 # ------------------------------------------------------------------ client options
-
-
-@pytest.mark.parametrize("entry", ["cpu", "cuda12", "cuda13", "rocm7", "tpu"])
-def test_a_runtime_c_opens_has_the_client_options_of_pythons_plugin_entry(entry: str) -> None:
-    module = importlib.import_module(f"cyxla.plugins.{entry}")
-    platform = _plugins.normalize_platform(module.PLATFORM)
-    assert _core._with_default_options(platform, {}) == module.CREATE_OPTIONS
-    # Older plugins report "host" or "gpu".
-    alias = {"cpu": "host", "cuda": "gpu"}.get(platform, platform)
-    assert _core._with_default_options(alias, {}) == module.CREATE_OPTIONS
-    # An option the caller names replaces its default; the others stay.
-    named = {name: "given" for name in module.CREATE_OPTIONS} | {"other": 3}
-    assert _core._with_default_options(platform, named) == named
 
 
 def test_an_option_c_names_replaces_the_default_and_gives_another_key(

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _backend, _core, _plugins
+from cyxla import _backend, _core, _platforms, _plugins
 from cyxla._cache import scans
 from cyxla._cli import plugins as cli_plugins
 from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
@@ -67,6 +67,24 @@ def test_discovery_finds_the_cpu_plugin(library: str) -> None:
     assert Path(library).name == "pjrt_c_api_cpu_plugin.so"
     assert _plugins.entry_for("cpu") == _plugins.entry_for("host") == cpu
     assert _plugins.installed_platforms()[0] == "cpu"
+
+
+def test_the_platforms_come_from_the_cores_table() -> None:
+    """cyxla's own plugin entries have the client options of the core's one table of
+    platforms (which C's cyxla_open_runtime applies too), and Python's names are its."""
+    entries = {entry.name: entry for entry in _plugins.discover()}
+    gpu_defaults = {"preallocate": False}
+    expected = {"cpu": CPU_DEFAULTS, "cuda12": gpu_defaults, "cuda13": gpu_defaults}
+    expected |= {"rocm7": gpu_defaults, "tpu": {}}
+    assert {name: dict(entries[name].create_options) for name in expected} == expected
+    assert _platforms.PLATFORM_ORDER == ("cpu", "cuda", "rocm", "tpu")
+    assert dict(_platforms.XLA_PLATFORMS) == {"cpu": "Host", "cuda": "CUDA", "rocm": "ROCM"}
+    assert [_platforms.normalize_platform(n) for n in (" Host", "GPU", "rocm", "x")] == [
+        "cpu",
+        "cuda",
+        "rocm",
+        "x",
+    ]
 
 
 def test_a_plugin_that_is_not_installed() -> None:

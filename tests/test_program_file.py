@@ -7,7 +7,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
 import pickle
+import stat
 import struct
 import zlib
 from collections.abc import Callable
@@ -22,12 +24,13 @@ import numpy as np
 import pytest
 
 import cyxla as cx
+from cyxla import _core
+from cyxla._compile_options import compile_options
 from cyxla._jaxlib import xla_client
 from cyxla._output_tree import MAX_NESTING
 
-from support import run_python
-
-HEADER = struct.Struct("<8sIIQQQQ")
+from program_file_writer import HEADER, metadata_of, pack, parts, replace_metadata, rewrite
+from support import INVALID_ARGUMENT, PROGRAM_FILE, run_python
 
 
 def _spec(*shape: int, dtype: Any = np.float32) -> jax.ShapeDtypeStruct:
@@ -210,6 +213,37 @@ def test_save_refuses_names_with_line_breaks_and_bad_paths(
         cx.load_program(tmp_path / "missing.cyxla")
 
 
+def test_only_what_the_reader_reads_is_written(tmp_path: Path, program: cx.Program) -> None:
+    path = tmp_path / "x.cyxla"
+    cases = {
+        "unknown platform 'abacus'": dataclasses.replace(program, platform="abacus"),
+        "the output_tree has 2 leaves, but the file 5 outputs": dataclasses.replace(
+            program, output_tree=jax.tree.structure((0, 0))
+        ),
+    }
+    for message, bad in cases.items():
+        with pytest.raises(cx.InvalidArgumentError, match=r"^cannot write a program file: ") as e:
+            bad.save(path)
+        assert message in str(e.value)
+    with pytest.raises(cx.InvalidArgumentError, match="element type 16 is not one cyxla carries"):
+        _core._pack_program_file(
+            name="f8",
+            platform="cpu",
+            stablehlo_version="1.0.0",
+            inputs=[(16, [2])],  # F8E5M2
+            outputs=[],
+            custom_calls=[],
+            donated_outputs=[],
+            stablehlo=b"",
+            compile_options=b"",
+            cyxla_version=cx.__version__,
+            jax_version="",
+            jaxlib_version="",
+            output_tree=None,
+        )
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_save_that_fails_leaves_no_file_behind(tmp_path: Path, program: cx.Program) -> None:
     """The file is written whole or not at all: a save that cannot replace what is at its
     path (here a directory) raises OSError and removes its temporary file."""
@@ -220,6 +254,35 @@ def test_a_save_that_fails_leaves_no_file_behind(tmp_path: Path, program: cx.Pro
     assert [p.name for p in tmp_path.iterdir()] == ["model.cyxla"] and target.is_dir()
     program.save(tmp_path / "other.cyxla")  # beside it, a save works
     _check_against_jit(cx.load_program(tmp_path / "other.cyxla"))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_a_saved_file_has_the_mode_the_umask_gives(
+    tmp_path: Path, program: cx.Program, umask: int
+) -> None:
+    """A saved file is created as the process creates any file, not private (0600)."""
+    old = os.umask(umask)
+    try:
+        program.save(tmp_path / "model.cyxla")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "model.cyxla").stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_loaded_program_keeps_the_files_compile_options(saved: Path, program: cx.Program) -> None:
+    assert program.compile_options is None  # lower's: cyxla's defaults when saved
+    metadata, code, _ = parts(saved.read_bytes())
+    options = compile_options({"xla_cpu_enable_fast_math": False})
+    assert options != compile_options()
+    other = saved.with_name("options.cyxla")
+    other.write_bytes(pack(metadata, code, options))
+    loaded = cx.load_program(other)
+    assert loaded.compile_options == options
+    assert loaded == program  # the options are not compared
+    assert "compile_options" not in repr(loaded)
+    loaded.save(saved.with_name("again.cyxla"))
+    assert parts(saved.with_name("again.cyxla").read_bytes())[2] == options
+    assert pickle.loads(pickle.dumps(loaded)).compile_options == options
 
 
 # ------------------------------------------------------------------ pickling
@@ -305,7 +368,7 @@ def test_outputs_written_in_place_are_listed(tmp_path: Path) -> None:
     program = cx.lower(big_then_small, [_spec(128, 128)])
     path = tmp_path / "big.cyxla"
     program.save(path)
-    lines = _metadata(path.read_bytes()).splitlines()
+    lines = metadata_of(path.read_bytes()).splitlines()
     assert [line for line in lines if line.startswith("donated_output")] == ["donated_output 0"]
     loaded = cx.load_program(path)
     x = np.linspace(-3, 3, 128 * 128, dtype=np.float32).reshape(128, 128)
@@ -331,46 +394,21 @@ def test_custom_call_targets_are_listed(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ bad files
 
 
-def _rewrite(
-    data: bytes,
-    *,
-    metadata: bytes | None = None,
-    version: int | None = None,
-    reserved: int | None = None,
-    crc: bool = True,
-) -> bytes:
-    """`data` with fields replaced, sizes and CRC-32 made right again (unless `crc` is False)."""
-    magic, old_version, _, m, s, c, old_reserved = HEADER.unpack_from(data)
-    body = data[48:]
-    meta, rest = (body[:m], body[m:]) if metadata is None else (metadata, body[m:])
-    fields = struct.pack("<QQQQ", len(meta), s, c, old_reserved if reserved is None else reserved)
-    checked = fields + meta + rest
-    return (
-        magic
-        + struct.pack(
-            "<II",
-            old_version if version is None else version,
-            zlib.crc32(checked) if crc else 0,
-        )
-        + checked
-    )
-
-
-def _metadata(data: bytes) -> str:
-    _, _, _, m, _, _, _ = HEADER.unpack_from(data)
-    return data[48 : 48 + m].decode()
-
-
 def _edit_metadata(edit: Callable[[str], str]) -> Callable[[bytes], bytes]:
-    return lambda data: _rewrite(data, metadata=edit(_metadata(data)).encode("utf-8"))
+    return lambda data: rewrite(data, metadata=edit(metadata_of(data)).encode("utf-8"))
 
 
 def _replace(old: str, new: str) -> Callable[[bytes], bytes]:
-    def edit(text: str) -> str:
-        assert old in text, f"{old!r} not in the metadata"
-        return text.replace(old, new, 1)
+    return lambda data: replace_metadata(data, old, new)
 
-    return _edit_metadata(edit)
+
+def _with_lines(*lines: str) -> Callable[[bytes], bytes]:
+    """Lines added after the cyxla_version line."""
+    return _replace("cyxla_version", "".join(f"{line}\n" for line in lines) + "cyxla_version")
+
+
+def _with_tree(text: str) -> Callable[[bytes], bytes]:
+    return _edit_metadata(lambda t: t[: t.index("output_tree ")] + f"output_tree {text}\n")
 
 
 def _flip(offset: int) -> Callable[[bytes], bytes]:
@@ -382,84 +420,245 @@ def _flip(offset: int) -> Callable[[bytes], bytes]:
     return flip
 
 
+def _size_field(offset: int, value: int) -> Callable[[bytes], bytes]:
+    return lambda d: d[:offset] + struct.pack("<Q", value) + d[offset + 8 :]
+
+
+#: Every kind of file a reader refuses: (the change to a good file, `reason`, a part of
+#: the message), in the order the reader checks. The metadata of the good file: name,
+#: platform, stablehlo_version, three inputs (F32 [4,8] first), five outputs, the three
+#: versions and the output_tree.
 _BAD_FILES: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
-    "empty": (lambda d: b"", "magic", "not a cyxla program file"),
-    "other file": (lambda d: b"\x7fELF" + d[4:], "magic", "not a cyxla program file"),
-    "header only": (lambda d: d[:20], "size", "truncated: 20 bytes"),
-    "truncated": (lambda d: d[:-1], "size", "truncated"),
-    "trailing": (lambda d: d + b"\0\0", "size", "2 trailing bytes"),
-    "huge size": (
-        lambda d: d[:16] + struct.pack("<Q", 1 << 62) + d[24:],
-        "size",
-        "larger than the file",
+    "other file": (
+        lambda d: b"\x7fELF" + d[4:],
+        "magic",
+        "not a cyxla program file (it does not start with CYXLAPRG)",
     ),
-    "altered stablehlo": (_flip(-1000), "checksum", "altered or corrupted"),
-    "altered metadata": (_flip(50), "checksum", "altered or corrupted"),
-    "wrong crc": (lambda d: _rewrite(d, crc=False), "checksum", "altered or corrupted"),
+    "empty": (lambda d: b"", "size", "truncated: 0 bytes, shorter than the 48-byte header"),
+    "within the magic": (lambda d: d[:5], "size", "truncated: 5 bytes, shorter than the 48"),
+    "header only": (lambda d: d[:20], "size", "truncated: 20 bytes, shorter than the 48"),
     "newer format": (
-        lambda d: _rewrite(d, version=2),
+        lambda d: rewrite(d, version=2),
         "version",
-        "written by a newer cyxla: format 2, this reads up to 1; upgrade",
+        "written by a newer cyxla: format 2, this reads up to 1; upgrade cyxla",
     ),
-    "format 0": (lambda d: _rewrite(d, version=0), "version", "format 0 does not exist"),
-    "reserved": (lambda d: _rewrite(d, reserved=7), "reserved", "reserved header field is 7"),
-    "no name": (_replace("name _structured\n", ""), "metadata", "required key(s) name"),
+    "format 0": (
+        lambda d: rewrite(d, version=0),
+        "version",
+        "format 0 does not exist (formats start at 1)",
+    ),
+    "huge size": (
+        _size_field(16, 1 << 62),
+        "size",
+        f"malformed header: the metadata size {1 << 62} is larger than the file (",
+    ),
+    "the largest size": (
+        _size_field(32, (1 << 64) - 1),
+        "size",
+        f"the compile-options size {(1 << 64) - 1} is larger than the file",
+    ),
+    "truncated": (lambda d: d[:-1], "size", "bytes, the header describes"),
+    "trailing": (lambda d: d + b"\0\0", "size", "2 trailing bytes after the"),
+    "altered stablehlo": (
+        _flip(-1000),
+        "checksum",
+        "altered or corrupted (its CRC-32 does not match)",
+    ),
+    "altered metadata": (_flip(50), "checksum", "altered or corrupted"),
+    "wrong crc": (lambda d: rewrite(d, crc=False), "checksum", "altered or corrupted"),
+    "reserved": (
+        lambda d: rewrite(d, reserved=7),
+        "reserved",
+        "malformed header: the reserved field is 7, not 0",
+    ),
+    # The CRC-32 is checked before the reserved field.
+    "reserved and wrong crc": (
+        lambda d: rewrite(d, reserved=7, crc=False),
+        "checksum",
+        "altered or corrupted",
+    ),
+    "not UTF-8": (
+        lambda d: rewrite(d, metadata=metadata_of(d).encode() + b"key \xff\n"),
+        "metadata",
+        "malformed metadata: not UTF-8 text (at byte ",
+    ),
+    **{
+        f"not UTF-8: {what}": (
+            lambda d, b=bad: rewrite(d, metadata=metadata_of(d).encode() + b"key " + b + b"\n"),
+            "metadata",
+            "not UTF-8 text",
+        )
+        for what, bad in {
+            "a surrogate": b"\xed\xa0\x80",
+            "an overlong form": b"\xe0\x80\xaf",
+            "past U+10FFFF": b"\xf4\x90\x80\x80",
+            "a cut sequence": b"\xe2\x82",
+        }.items()
+    },
+    "no final LF": (
+        _edit_metadata(lambda t: t[:-1]),
+        "metadata",
+        "the last line does not end with LF",
+    ),
+    "line without space": (
+        _replace("name _structured\n", "name\n"),
+        "metadata",
+        "malformed metadata: line 1 'name': expected 'key value'",
+    ),
+    "line without key": (
+        _replace("name _structured\n", " name _structured\n"),
+        "metadata",
+        "line 1 ' name _structured': expected 'key value'",
+    ),
+    "CR": (
+        _replace("platform cpu\n", "platform cpu\r\n"),
+        "metadata",
+        r"line 2 'platform cpu\x0d': expected 'key value'",
+    ),
+    "no name": (
+        _replace("name _structured\n", ""),
+        "metadata",
+        "the required key 'name' is missing",
+    ),
     "no version": (
         _edit_metadata(lambda t: "".join(ln for ln in t.splitlines(True) if "cyxla_v" not in ln)),
         "metadata",
-        "required key(s) cyxla_version",
+        "the required key 'cyxla_version' is missing",
     ),
-    "line without space": (_replace("name _structured\n", "name\n"), "metadata", "line 1"),
-    "CR": (_replace("platform cpu\n", "platform cpu\r\n"), "metadata", "line 2"),
-    "no final LF": (_edit_metadata(lambda t: t[:-1]), "metadata", "does not end with LF"),
-    "not UTF-8": (
-        lambda d: _rewrite(d, metadata=_metadata(d).encode() + b"key \xff\n"),
+    "platform twice": (
+        _replace("platform cpu\n", "platform cpu\nplatform cpu\n"),
         "metadata",
-        "not UTF-8",
+        "the key 'platform' appears twice",
     ),
-    "twice": (_replace("platform cpu\n", "platform cpu\nplatform cpu\n"), "metadata", "twice"),
-    "platform": (_replace("platform cpu", "platform abacus"), "metadata", "unknown platform"),
-    "element type": (_replace("input F32", "input F33"), "metadata", "unknown element type"),
-    "negative": (_replace("input F32 [4,8]", "input F32 [4,-8]"), "metadata", "not 'ELEMENT"),
-    "fraction": (_replace("input F32 [4,8]", "input F32 [4,8.5]"), "metadata", "not 'ELEMENT"),
-    "spaces": (_replace("input F32 [4,8]", "input F32 [4, 8]"), "metadata", "not 'ELEMENT"),
+    "jax_version twice": (
+        _with_lines(f"jax_version {jax.__version__}"),
+        "metadata",
+        "the key 'jax_version' appears twice",
+    ),
+    "jaxlib_version twice": (
+        _with_lines("jaxlib_version 0.0"),
+        "metadata",
+        "the key 'jaxlib_version' appears twice",
+    ),
+    "output_tree twice": (
+        _with_lines('output_tree "*"'),
+        "metadata",
+        "the key 'output_tree' appears twice",
+    ),
+    "unknown platform": (
+        _replace("platform cpu", "platform abacus"),
+        "metadata",
+        "malformed metadata: unknown platform 'abacus' (known: cpu, cuda, rocm, tpu)",
+    ),
+    "an alias for a platform": (
+        _replace("platform cpu", "platform host"),
+        "metadata",
+        "unknown platform 'host'",
+    ),
+    "no shape": (
+        _replace("input F32 [4,8]", "input F32"),
+        "metadata",
+        "line 4 'input F32': expected 'ELEMENT_TYPE [d0,d1,...]'",
+    ),
+    "element type": (
+        _replace("input F32", "input F33"),
+        "metadata",
+        "line 4 'input F33 [4,8]': unknown element type 'F33' (known: PRED, S8,",
+    ),
+    "element type cyxla does not carry": (
+        _replace("input F32", "input F8E5M2"),
+        "metadata",
+        "unknown element type 'F8E5M2'",
+    ),
+    "no brackets": (
+        _replace("input F32 [4,8]", "input F32 4,8"),
+        "metadata",
+        "the shape must be [d0,d1,...] ([] for a scalar)",
+    ),
+    "negative": (
+        _replace("input F32 [4,8]", "input F32 [4,-8]"),
+        "metadata",
+        "the dimension '-8' is not an integer from 0 to 2^63-1",
+    ),
+    "fraction": (
+        _replace("input F32 [4,8]", "input F32 [4,8.5]"),
+        "metadata",
+        "the dimension '8.5' is not an integer",
+    ),
+    "spaces": (
+        _replace("input F32 [4,8]", "input F32 [4, 8]"),
+        "metadata",
+        "the dimension ' 8' is not an integer",
+    ),
+    "trailing comma": (
+        _replace("input F32 [4,8]", "input F32 [4,8,]"),
+        "metadata",
+        "the dimension '' is not an integer",
+    ),
     "too large": (
         _replace("input F32 [4,8]", f"input F32 [4,{1 << 63}]"),
         "metadata",
-        "larger than 2**63",
+        f"the dimension '{1 << 63}' is not an integer from 0 to 2^63-1",
     ),
     "donated_output of no output": (
-        _replace("cyxla_version", "donated_output 5\ncyxla_version"),
+        _with_lines("donated_output 5"),
         "metadata",
         "donated_output '5' is not the index of one of the 5 outputs",
     ),
     "donated_output not a number": (
-        _replace("cyxla_version", "donated_output -1\ncyxla_version"),
+        _with_lines("donated_output -1"),
         "metadata",
         "donated_output '-1' is not the index",
     ),
     "donated_output twice": (
-        _replace("cyxla_version", "donated_output 1\ndonated_output 1\ncyxla_version"),
+        _with_lines("donated_output 1", "donated_output 1"),
         "metadata",
         "donated_output 1 appears twice",
     ),
-    "tree not JSON": (_replace("output_tree {", "output_tree {{"), "metadata", "not JSON"),
-    "tree not a structure": (
-        _edit_metadata(lambda t: t[: t.index("output_tree ")] + "output_tree 42\n"),
+    "tree not JSON": (
+        _replace("output_tree {", "output_tree {{"),
         "metadata",
-        "the output_tree is not an output structure",
+        "malformed metadata: the output_tree is not JSON",
+    ),
+    "tree deep": (
+        _with_tree("[" * 600 + "]" * 600),
+        "metadata",
+        "the output_tree nests deeper than 512",
+    ),
+    "tree a number": (
+        _with_tree("42"),
+        "metadata",
+        "the output_tree is not an output structure (a node that is not",
+    ),
+    "tree of an unknown node": (
+        _with_tree('{"set":["*"]}'),
+        "metadata",
+        "the output_tree is not an output structure (the unknown node 'set')",
+    ),
+    "tree of keys without children": (
+        _with_tree('{"dict":[["a"],[]]}'),
+        "metadata",
+        "(a dict that does not hold [keys, children] of one length)",
+    ),
+    "tree with a key twice": (
+        _with_tree('{"ordered_dict":[["a","a"],["*","*"]]}'),
+        "metadata",
+        "(a key appears twice)",
+    ),
+    "tree of a dict with mixed keys": (
+        _with_tree('{"dict":[["a",1],["*","*"]]}'),
+        "metadata",
+        "(a dict with both str and int keys)",
+    ),
+    "tree with a bool key": (
+        _with_tree('{"dict":[[true],["*"]]}'),
+        "metadata",
+        "(a key that is not a str or int)",
     ),
     "tree of other outputs": (
         _replace("output F32 []\n", ""),
         "metadata",
-        "output_tree has 5 leaves, but the file 4 outputs",
-    ),
-    "tree deep": (
-        _edit_metadata(
-            lambda t: t[: t.index("output_tree ")] + "output_tree " + "[" * 600 + "]" * 600 + "\n"
-        ),
-        "metadata",
-        "nests deeper",
+        "the output_tree has 5 leaves, but the file 4 outputs",
     ),
 }
 
@@ -477,9 +676,25 @@ def test_bad_files_are_refused_saying_which(saved: Path, case: str) -> None:
     assert isinstance(error.value, ValueError)
 
 
-def test_unknown_keys_are_ignored_and_a_file_without_tree_is_flat(saved: Path) -> None:
+def test_a_message_quotes_what_it_cannot_print_escaped(saved: Path) -> None:
+    # What a JSON string decodes to need not be printable text (a control character, a
+    # byte that \udc80 stands for): escaped, and cut after 80 characters.
+    bad = saved.with_name("bad.cyxla")
+    bad.write_bytes(_with_tree('{"a\\u0001\\udc80' + "b" * 100 + '":[]}')(saved.read_bytes()))
+    with pytest.raises(cx.ProgramFileError, match=r"unknown node 'a\\x01\\x80b{77}\.\.\.'\)$"):
+        cx.load_program(bad)
+
+
+def test_the_limits_of_a_file_are_read(saved: Path) -> None:
+    """The largest dimension, and a file with no output_tree, a key a later cyxla may add
+    and no jax versions."""
+
     def edit(text: str) -> str:
-        kept = [ln for ln in text.splitlines(True) if not ln.startswith("output_tree ")]
+        kept = [
+            ln
+            for ln in text.splitlines(True)
+            if not ln.startswith(("output_tree ", "jax_version ", "jaxlib_version "))
+        ]
         return "".join(kept) + "written_by a later cyxla with spaces\n"
 
     other = saved.with_name("later.cyxla")
@@ -487,3 +702,20 @@ def test_unknown_keys_are_ignored_and_a_file_without_tree_is_flat(saved: Path) -
     loaded = cx.load_program(other)
     assert loaded == cx.load_program(saved)
     assert loaded.output_tree == jax.tree.structure((0,) * 5)
+    other.write_bytes(_replace("name _structured", "name π_模型_😀")(saved.read_bytes()))
+    assert cx.load_program(other).name == "π_模型_😀"
+    largest = (1 << 63) - 1
+    other.write_bytes(_replace("input F32 [4,8]", f"input F32 [{largest},0]")(saved.read_bytes()))
+    assert cx.load_program(other).inputs[0].shape == (largest, 0)
+
+
+def test_a_core_error_reaches_python_as_its_kind_s_class() -> None:
+    """The one table of error kinds (src/common/error.hpp): a program file's refusal is
+    ProgramFileError with its reason, not InvalidArgumentError."""
+    with pytest.raises(cx.ProgramFileError, match=r"^x: truncated") as error:
+        _core._read_program_file(b"CYXLAPRG", b"x")
+    assert error.value.reason == "size"
+    kinds = {kind: (name, status) for kind, name, status in _core._ERROR_KINDS}
+    assert kinds["ProgramFile"] == ("ProgramFileError", PROGRAM_FILE)
+    assert kinds["InvalidArgument"] == ("InvalidArgumentError", INVALID_ARGUMENT)
+    assert all(issubclass(getattr(cx, name), Exception) for name, _ in kinds.values())

@@ -60,15 +60,16 @@ class InvalidArgumentError(ValueError):
 
 class ProgramFileError(ValueError):
     """A file is not a program file this cyxla can read; the message names the file and
-    says what is wrong with it. `reason` says it in one word:
+    says what is wrong with it, in the words of the core's one reader (which the native
+    loader uses too). `reason` says it in one word:
 
     - "magic": not a cyxla program file;
     - "version": written by a newer cyxla (or a format that does not exist);
     - "size": truncated, or trailing bytes after what the header describes;
     - "checksum": altered or corrupted (its CRC-32 does not match);
     - "reserved": a reserved header field is not 0;
-    - "metadata": malformed metadata (a bad line, a missing key, an unknown element type
-      or platform, a bad dimension or output structure).
+    - "metadata": malformed metadata (a bad line, a missing or repeated key, an unknown
+      element type or platform, a bad dimension or output structure).
     """
 
     def __init__(self, message: str, *, reason: str) -> None:

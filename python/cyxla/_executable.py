@@ -260,14 +260,20 @@ def compile_program(
     `{"xla_cpu_enable_fast_math": False}`). Returns the executable and statistics.
     The executable is loaded from the disk cache (`cache_directory`) when an earlier
     compile of the same program, options and plugin stored it there, and stored after
-    compiling otherwise; C's `cyxla_load_program` shares the same cache. TypeError if
-    `program` is not a Program (what `lower` or `load_lowered` return) or `options` not a
-    mapping of option names; InvalidArgumentError if the program's input or output specs
-    are not those of what the plugin compiled (specs edited after `lower`).
+    compiling otherwise; C's `cyxla_load_program` shares the same cache. A program loaded
+    from a file compiles with the file's compile options unless `options` are given.
+    TypeError if `program` is not a Program (what `lower` or `load_lowered` return) or
+    `options` not a mapping of option names; InvalidArgumentError if the program's input
+    or output specs are not those of what the plugin compiled (specs edited after `lower`).
     """
     _check_compile_arguments(program, options)
     runtime = _backend.runtime_for(program.platform)
     checks.check_program(program.custom_calls, program.platform)
+    # A program from a file compiles with the file's options, as the native loader does.
+    if not options and program.compile_options is not None:
+        serialized_options = program.compile_options
+    else:
+        serialized_options = _compile_options(options)
     with checks.explain_compile_errors():
         native, hit, compile_seconds, load_seconds, cache_error = _core.load_or_compile(
             runtime,
@@ -275,7 +281,7 @@ def compile_program(
             program.name,
             program.platform,
             program.stablehlo,
-            _compile_options(options),
+            serialized_options,
             encode_specs(program.inputs),
             encode_specs(program.outputs),
             list(program.custom_calls),

@@ -1,27 +1,29 @@
-"""The output structure of a program as JSON: what the program file and the program cache
-keep of `Program.output_tree`.
+"""The output structure of a program as JSON: what a program file (and so the program
+cache) keeps of `Program.output_tree`, in its output_tree line.
 
 Nothing read back is unpickled or imported, so a stored structure can describe a result
 but never run code; it is therefore limited to the containers JAX builds in: tuples,
-lists, dicts, OrderedDicts and None.
+lists, dicts, OrderedDicts and None. The program-file reader (src/program/program_file.cpp)
+checks a stored one, its nesting and its leaves, before `decode_tree` sees it.
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import Any
 
 import jax
 
+from cyxla import _core
 from cyxla._errors import UnsupportedProgramError
 
-__all__ = ["MAX_NESTING", "decode_tree", "encode_tree", "nesting"]
+__all__ = ["MAX_NESTING", "decode_tree", "encode_tree"]
 
 _LEAF = "*"
 #: The deepest nesting of lists and dicts in an encoded output structure (two or three
-#: for each level of the tree): deeper ones are refused when written, and a stored one
-#: is refused before anything recurses into it.
-MAX_NESTING = 512
+#: for each level of the tree): deeper ones are refused when written, and by the reader.
+MAX_NESTING: int = _core.OUTPUT_TREE_MAX_NESTING
 
 
 def _encode(tree: Any, writer: str) -> Any:
@@ -61,9 +63,9 @@ def _levels(tree: Any) -> int:
     return depth
 
 
-def encode_tree(tree: Any, name: str, writer: str) -> Any:
-    """`tree` (a `jax.tree` structure) as JSON; UnsupportedProgramError naming `writer`
-    if it holds other containers, nests too deeply, or does not decode to itself."""
+def encode_tree(tree: Any, name: str, writer: str) -> str:
+    """`tree` (a `jax.tree` structure) as JSON text; UnsupportedProgramError naming
+    `writer` if it holds other containers, nests too deeply, or does not decode to itself."""
     too_deep = UnsupportedProgramError(
         f"the output structure of {name} nests too deeply for {writer} "
         f"(more than {MAX_NESTING} lists and dicts)"
@@ -73,39 +75,39 @@ def encode_tree(tree: Any, name: str, writer: str) -> Any:
     if _levels(tree) > MAX_NESTING // 2:
         raise too_deep
     encoded = _encode(tree, writer)
-    if nesting(encoded) > MAX_NESTING:
+    if _nesting(encoded) > MAX_NESTING:
         raise too_deep
-    if decode_tree(encoded) != tree:  # only what round-trips is stored
+    if _structure(encoded) != tree:  # only what round-trips is stored
         raise UnsupportedProgramError(f"the output structure {tree} of {name} cannot be stored")
-    return encoded
+    return json.dumps(encoded, separators=(",", ":"))
 
 
 def _example(encoded: Any) -> Any:
-    """A value with the encoded structure and 0 as every leaf; ValueError if malformed."""
+    """A value with the encoded structure and 0 as every leaf."""
     if encoded == _LEAF:
         return 0
     if encoded is None:
         return None
-    if isinstance(encoded, dict) and len(encoded) == 1:
-        ((name, value),) = encoded.items()
-        if name in ("tuple", "list") and isinstance(value, list):
-            children = [_example(child) for child in value]
-            return tuple(children) if name == "tuple" else children
-        if name in ("dict", "ordered_dict") and isinstance(value, list) and len(value) == 2:
-            keys, children = value
-            if isinstance(keys, list) and isinstance(children, list):
-                items = zip(keys, map(_example, children), strict=True)
-                return dict(items) if name == "dict" else OrderedDict(items)
-    raise ValueError(f"malformed output structure {encoded!r:.200}")
+    ((name, value),) = encoded.items()
+    if name in ("tuple", "list"):
+        children = [_example(child) for child in value]
+        return tuple(children) if name == "tuple" else children
+    keys, children = value
+    items = zip(keys, map(_example, children), strict=True)
+    return dict(items) if name == "dict" else OrderedDict(items)
 
 
-def decode_tree(encoded: Any) -> Any:
-    """The `jax.tree` structure that `encode_tree` wrote; ValueError if malformed. Check
-    `nesting` first on anything read back: this recurses."""
+def _structure(encoded: Any) -> Any:
     return jax.tree.structure(_example(encoded))
 
 
-def nesting(encoded: Any) -> int:
+def decode_tree(text: str) -> Any:
+    """The `jax.tree` structure of an output_tree line that the program-file reader
+    accepted (it refuses anything but a structure of the file's outputs)."""
+    return _structure(json.loads(text))
+
+
+def _nesting(encoded: Any) -> int:
     """How deeply `encoded` nests lists and dicts (counted without recursing, and only up
     to one past `MAX_NESTING`)."""
     depth, level = 0, [encoded]

@@ -1,17 +1,29 @@
-"""Platform names: cyxla's, their aliases, XLA's, and the order installed plugins are tried."""
+"""Platform names: cyxla's, their aliases, XLA's, and the order installed plugins are tried,
+as the core's one table of platforms gives them (src/runtime/platforms.hpp)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PLATFORM_ORDER", "XLA_PLATFORMS", "normalize_platform", "platform_of_device"]
+from cyxla import _core
+
+__all__ = [
+    "CLIENT_DEFAULTS",
+    "PLATFORM_ORDER",
+    "XLA_PLATFORMS",
+    "normalize_platform",
+    "platform_of_device",
+]
 
 #: The order in which installed plugins are preferred when nothing else decides.
-PLATFORM_ORDER = ("cpu", "cuda", "rocm", "tpu")
+PLATFORM_ORDER: tuple[str, ...] = tuple(_core.PLATFORMS)
 #: XLA's platform names, as the FFI registry knows them, by cyxla's platform.
-XLA_PLATFORMS = {"cpu": "Host", "cuda": "CUDA", "rocm": "ROCM"}
+XLA_PLATFORMS: Mapping[str, str] = dict(_core.XLA_PLATFORMS)
+#: The client options each platform's plugin is created with unless the caller names them.
+CLIENT_DEFAULTS: Mapping[str, Mapping[str, Any]] = dict(_core.CLIENT_DEFAULTS)
 
-_ALIASES = {"host": "cpu", "gpu": "cuda"}
+_ALIASES: Mapping[str, str] = dict(_core.PLATFORM_ALIASES)
 
 
 def normalize_platform(name: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from cyxla import _core
 from cyxla._cache import scans
 from cyxla._errors import PluginNotFoundError
-from cyxla._platforms import PLATFORM_ORDER, normalize_platform
+from cyxla._platforms import CLIENT_DEFAULTS, PLATFORM_ORDER, normalize_platform
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -92,11 +92,14 @@ def _entries(points: list[tuple[str, str]]) -> tuple[PluginEntry, ...]:
     entries = []
     for name, value in points:
         module = metadata.EntryPoint(name, value, ENTRY_POINT_GROUP).load()
+        platform = normalize_platform(module.PLATFORM)
+        # An entry's own options, or else its platform's defaults.
+        options = getattr(module, "CREATE_OPTIONS", CLIENT_DEFAULTS.get(platform, {}))
         entries.append(
             PluginEntry(
                 name=name,
-                platform=normalize_platform(module.PLATFORM),
-                create_options=dict(module.CREATE_OPTIONS),
+                platform=platform,
+                create_options=dict(options),
                 extra=getattr(module, "EXTRA", name),
                 module=module,
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import operator
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +15,7 @@ import jax
 import jaxlib
 import numpy as np
 
-from cyxla import _program_file
+from cyxla import _core
 from cyxla._compile_options import compile_options
 from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
 from cyxla._errors import DtypeError, InvalidArgumentError
@@ -31,6 +31,8 @@ __all__ = [
     "donated_outputs",
     "encode_specs",
     "load_program",
+    "program_file_bytes",
+    "program_from_file_bytes",
 ]
 
 
@@ -113,6 +115,10 @@ class Program:
     custom_calls: tuple[str, ...]
     name: str
     output_tree: Any = field(repr=False, compare=False)
+    #: The serialized xla.CompileOptionsProto of the program file it was loaded from,
+    #: which `compile_program` uses when given no `options`; None for a program that
+    #: `lower` made (cyxla's default options).
+    compile_options: bytes | None = field(default=None, repr=False, compare=False)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the program to a program file at `path` for `load_program`, here or in
@@ -125,13 +131,17 @@ class Program:
         containers other than tuples, lists, dicts and None (a custom pytree node, which
         would have to import code to rebuild); save `dataclasses.replace(program,
         output_tree=None)` to keep its outputs as a flat tuple instead. ValueError if the
-        name holds a line break; OSError if the file cannot be written.
+        name holds a line break; OSError if the file cannot be written. The file is
+        created as the process creates any file (readable by others unless the umask
+        says otherwise).
         """
-        _write_atomically(_file_path(path, "Program.save"), _file_bytes(self))
+        _write_atomically(
+            _file_path(path, "Program.save"), program_file_bytes(self, "Program.save")
+        )
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # A program pickles as its file's bytes: checked again when unpickled.
-        return _from_file_bytes, (_file_bytes(self),)
+        return program_from_file_bytes, (program_file_bytes(self, "pickle"),)
 
 
 #: The one encoding of specs: (PJRT element type, dimensions) per tensor, as the C++ core
@@ -210,36 +220,38 @@ def _file_path(path: Any, caller: str) -> Path:
     return Path(path)
 
 
-def _file_bytes(program: Program) -> bytes:
-    """The program file of `program` (`_program_file`'s format)."""
-    has_tree = program.output_tree is not None
-    return _program_file.pack(
-        _program_file.Contents(
-            name=program.name,
-            platform=program.platform,
-            stablehlo_version=program.stablehlo_version,
-            inputs=tuple((s.element_type, s.shape) for s in program.inputs),
-            outputs=tuple((s.element_type, s.shape) for s in program.outputs),
-            custom_calls=program.custom_calls,
-            stablehlo=program.stablehlo,
-            compile_options=compile_options(),
-            versions={
-                "cyxla_version": __version__,
-                "jax_version": jax.__version__,
-                "jaxlib_version": jaxlib.__version__,
-            },
-            output_tree=(
-                encode_tree(program.output_tree, program.name, "Program.save") if has_tree else None
-            ),
-            has_output_tree=has_tree,
-            donated_outputs=donated_outputs(program),
-        )
+def program_file_bytes(program: Program, writer: str) -> bytes:
+    """The program file of `program`, written by the core (src/program/program_file.cpp);
+    UnsupportedProgramError naming `writer` if its output structure cannot be kept,
+    InvalidArgumentError (a ValueError) if a text field holds a line break."""
+    tree = None
+    if program.output_tree is not None:
+        tree = encode_tree(program.output_tree, program.name, writer)
+    options = program.compile_options
+    return _core._pack_program_file(
+        name=program.name,
+        platform=program.platform,
+        stablehlo_version=program.stablehlo_version,
+        inputs=encode_specs(program.inputs),
+        outputs=encode_specs(program.outputs),
+        custom_calls=list(program.custom_calls),
+        donated_outputs=list(donated_outputs(program)),
+        stablehlo=bytes(program.stablehlo),
+        compile_options=compile_options() if options is None else options,
+        cyxla_version=__version__,
+        jax_version=jax.__version__,
+        jaxlib_version=jaxlib.__version__,
+        output_tree=tree,
     )
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """`data` as the file `path`, which other processes see whole or not at all."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    # Not tempfile.mkstemp, whose files are private (0600): this one gets the mode any
+    # new file of the process gets, 0666 less the umask.
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(temporary, flags, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
@@ -249,22 +261,24 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def _from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program") -> Program:
-    contents = _program_file.unpack(data, source)
-    outputs = decode_specs(contents.outputs)
+def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program") -> Program:
+    """The program of a program file's bytes, read by the core; ProgramFileError, whose
+    message starts with `source`, if they are not a program file this cyxla reads."""
+    contents = _core._read_program_file(data, os.fsencode(source))
+    outputs = decode_specs(contents["outputs"])
+    tree = contents["output_tree"]
     return Program(
-        stablehlo=contents.stablehlo,
-        stablehlo_version=contents.stablehlo_version,
-        platform=contents.platform,
-        inputs=decode_specs(contents.inputs),
+        stablehlo=contents["stablehlo"],
+        stablehlo_version=contents["stablehlo_version"],
+        platform=contents["platform"],
+        inputs=decode_specs(contents["inputs"]),
         outputs=outputs,
-        custom_calls=contents.custom_calls,
-        name=contents.name,
+        custom_calls=tuple(contents["custom_calls"]),
+        name=contents["name"],
         output_tree=(
-            decode_tree(contents.output_tree)
-            if contents.has_output_tree
-            else jax.tree.structure((0,) * len(outputs))
+            decode_tree(tree) if tree is not None else jax.tree.structure((0,) * len(outputs))
         ),
+        compile_options=contents["compile_options"],
     )
 
 
@@ -278,4 +292,4 @@ def load_program(path: str | os.PathLike[str]) -> Program:
     whose outputs are a flat tuple.
     """
     file = _file_path(path, "load_program")
-    return _from_file_bytes(file.read_bytes(), str(file))
+    return program_from_file_bytes(file.read_bytes(), str(file))

@@ -4,7 +4,6 @@
 #include "abi/standalone.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -21,6 +20,7 @@
 #include "program/program_file.hpp"
 #include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/platforms.hpp"
 #include "runtime/runtime.hpp"
 
 namespace cyxla::abi {
@@ -120,15 +120,19 @@ uint64_t load(const std::string& path) {
 
 /// The XLA name of a platform ("Host" for the CPU), as registrations use it.
 std::string xla_platform(std::string_view platform) {
-  std::string lower(platform);
-  std::ranges::transform(lower, lower.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower == "cpu" || lower == "host") return "Host";
-  if (lower == "cuda" || lower == "gpu") return "CUDA";
-  if (lower == "rocm") return "ROCM";
-  throw Error(ErrorKind::InvalidArgument,
-              "cannot register a custom call for the platform '" + std::string(platform) +
-                  "': use \"cpu\", \"cuda\" or \"rocm\"");
+  const Platform* known = find_platform(normalize_platform(platform));
+  if (known != nullptr && !known->xla_name.empty()) return std::string(known->xla_name);
+  std::string names;
+  for (const Platform& p : kPlatforms) {
+    if (p.xla_name.empty()) continue;
+    names += names.empty() ? "" : ", ";
+    names += '"' + std::string(p.name) + '"';
+  }
+  if (const size_t last = names.rfind(", "); last != std::string::npos) {
+    names.replace(last, 2, " or ");
+  }
+  throw Error(ErrorKind::InvalidArgument, "cannot register a custom call for the platform '" +
+                                              std::string(platform) + "': use " + names);
 }
 
 }  // namespace

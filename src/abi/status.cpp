@@ -8,6 +8,21 @@
 #include "common/error.hpp"
 
 namespace cyxla::abi {
+namespace {
+
+/// The C status of an error kind, from the one table of kinds (common/error.hpp).
+cyxla_Status status_of(ErrorKind kind) noexcept {
+  switch (kind) {
+#define CYXLA_STATUS_CASE_(name, python_class, status) \
+  case ErrorKind::name:                                \
+    return status;
+    CYXLA_ERROR_KINDS(CYXLA_STATUS_CASE_)
+#undef CYXLA_STATUS_CASE_
+  }
+  return CYXLA_ERROR_INTERNAL;  // GCOVR_EXCL_LINE: every kind is a case above
+}
+
+}  // namespace
 
 cyxla_Status fail(cyxla_Error* error, cyxla_Status status, const char* format, ...) noexcept {
   if (error != nullptr) {
@@ -32,12 +47,7 @@ cyxla_Status fail_with_current_exception(cyxla_Error* error, const char* functio
   try {
     throw;
   } catch (const Error& e) {
-    const ErrorKind kind = e.kind();
-    const cyxla_Status status = kind == ErrorKind::InvalidArgument ? CYXLA_ERROR_INVALID_ARGUMENT
-                                : kind == ErrorKind::TypeMismatch  ? CYXLA_ERROR_TYPE_MISMATCH
-                                : kind == ErrorKind::ProgramFile   ? CYXLA_ERROR_PROGRAM_FILE
-                                                                   : CYXLA_ERROR_PJRT;
-    return fail(error, status, "%s: %s", function, e.what());
+    return fail(error, status_of(e.kind()), "%s: %s", function, e.what());
   } catch (const std::bad_alloc&) {
     return fail(error, CYXLA_ERROR_INTERNAL, "%s: out of memory", function);
     // GCOVR_EXCL_START: the core throws only cyxla::Error and std::bad_alloc; this arm only

@@ -12,6 +12,7 @@
 #include "program/sha256.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/hlo_signature.hpp"
+#include "runtime/platforms.hpp"
 #include "runtime/runtime.hpp"
 
 namespace cyxla::program {
@@ -41,20 +42,13 @@ std::string text(const std::vector<size_t>& indices) {
   throw Error(origin.refusal, origin.source + ": " + why);
 }
 
-/// The platform names older plugins report, as cyxla names them.
-std::string_view canonical_platform(std::string_view name) {
-  if (name == "host") return "cpu";
-  if (name == "gpu") return "cuda";
-  return name;
-}
-
 void check_platform(const Runtime& runtime, const ProgramFile& program, const Origin& origin) {
-  const std::string_view platform = canonical_platform(runtime.platform());
-  if (canonical_platform(program.platform) == platform) return;
+  const std::string& platform = runtime.platform();  // cyxla's name of it
+  if (normalize_platform(program.platform) == platform) return;
   throw Error(ErrorKind::InvalidArgument,
               origin.source + " holds a program for '" + program.platform +
-                  "', but this process runs the '" + std::string(platform) + "' plugin " +
-                  runtime.plugin().path() + "; export it for '" + std::string(platform) + "'");
+                  "', but this process runs the '" + platform + "' plugin " +
+                  runtime.plugin().path() + "; export it for '" + platform + "'");
 }
 
 /// Every custom-call target of `program` has a handler in the plugin, or is XLA's own.

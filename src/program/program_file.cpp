@@ -1,30 +1,96 @@
 // The program file's header, checksum and metadata lines, checked in the order that gives
 // the most telling message: what the file is, its format, its size, its checksum, and
-// only then what it says.
+// only then what it says; and the writer, which writes only what the reader reads back.
 #include "program/program_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <utility>
-#include <limits>
-#include <optional>
 
-#include "common/error.hpp"
 #include "program/crc32.hpp"
+#include "program/json.hpp"
 #include "runtime/element_type.hpp"
+#include "runtime/platforms.hpp"
 
 namespace cyxla::program {
 namespace {
 
 constexpr std::string_view kMagic = "CYXLAPRG";
 constexpr size_t kHeaderSize = 48;
+constexpr size_t kCheckedFrom = 16;  // the CRC-32 covers the file from here to its end
 
-[[noreturn]] void refuse(std::string_view source, const std::string& why) {
-  throw Error(ErrorKind::ProgramFile, std::string(source) + ": " + why);
+/// A refusal on its way out of parse, which puts the file's name in front of `why`.
+struct Refused {
+  Refusal refusal;
+  std::string why;
+};
+
+[[noreturn]] void refuse(Refusal refusal, std::string why) {
+  throw Refused{refusal, std::move(why)};
+}
+
+[[noreturn]] void malformed(const std::string& why) {
+  refuse(Refusal::Metadata, "malformed metadata: " + why);
+}
+
+/// The length of the UTF-8 sequence that starts at `text[at]`, or 0 when none does: as
+/// strict as Python's decoder (no overlong forms, surrogates or code points past U+10FFFF).
+size_t utf8_length(std::string_view text, size_t at) noexcept {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[at + k]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80;  // the bounds of the second byte
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size() || byte(1) < low || byte(1) > high) return 0;
+  for (size_t k = 2; k < length; ++k) {
+    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+/// `text` in quotes for a message: at most 80 characters, with control characters and
+/// bytes that are not UTF-8 written as \xNN, so a message is always printable text.
+std::string quoted(std::string_view text) {
+  std::string out = "'";
+  size_t characters = 0;
+  for (size_t at = 0; at < text.size();) {
+    if (characters++ == 80) {
+      out += "...";
+      break;
+    }
+    const size_t length = utf8_length(text, at);
+    const auto byte = static_cast<unsigned char>(text[at]);
+    if (length == 0 || byte < 0x20 || byte == 0x7F) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
+      out += escaped;
+      ++at;
+    } else {
+      out += text.substr(at, length);
+      at += length;
+    }
+  }
+  return out + "'";
 }
 
 template <class T>
@@ -36,6 +102,11 @@ T little_endian(std::string_view bytes, size_t offset) noexcept {
   return value;
 }
 
+template <class T>
+void append_little_endian(std::string& out, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
 /// The element type that cyxla's ElementType enum spells `name` ("F32"), if cyxla carries it.
 std::optional<PJRT_Buffer_Type> element_type(std::string_view name) {
 #define CYXLA_PARSE_CASE_(enumerator, value, bytes, text) \
@@ -45,147 +116,331 @@ std::optional<PJRT_Buffer_Type> element_type(std::string_view name) {
   return std::nullopt;
 }
 
-/// `TYPE [d0,d1,...]` of an input or output line.
-TensorSpec tensor_spec(std::string_view value, std::string_view source, std::string_view line) {
-  const auto bad = [&](const std::string& why) -> TensorSpec {
-    refuse(source, "malformed metadata line '" + std::string(line) + "': " + why);
-  };
+/// How a file spells `type` ("F32"), or nothing for a type cyxla does not carry.
+std::string_view element_type_spelling(PJRT_Buffer_Type type) {
+  switch (type) {
+#define CYXLA_SPELLING_CASE_(enumerator, value, bytes, text) \
+  case PJRT_Buffer_Type_##enumerator:                        \
+    return (bytes) != 0 ? #enumerator : "";
+    CYXLA_ELEMENT_TYPES(CYXLA_SPELLING_CASE_)
+#undef CYXLA_SPELLING_CASE_
+  }
+  return "";
+}
+
+/// "PRED, S8, ...": the element types a file may name.
+std::string element_type_spellings() {
+  std::string names;
+#define CYXLA_NAME_LIST_(enumerator, value, bytes, text) \
+  if ((bytes) != 0) names.append(names.empty() ? "" : ", ").append(#enumerator);
+  CYXLA_ELEMENT_TYPES(CYXLA_NAME_LIST_)
+#undef CYXLA_NAME_LIST_
+  return names;
+}
+
+/// The value of an input or output line, `TYPE [d0,d1,...]`; `bad` refuses naming the line.
+template <class Bad>
+TensorSpec tensor_spec(std::string_view value, const Bad& bad) {
   const size_t space = value.find(' ');
-  if (space == std::string_view::npos) return bad("expected 'TYPE [d0,d1,...]'");
+  if (space == std::string_view::npos) bad("expected 'ELEMENT_TYPE [d0,d1,...]'");
   const std::string_view type_name = value.substr(0, space);
   std::string_view dims = value.substr(space + 1);
   const std::optional<PJRT_Buffer_Type> type = element_type(type_name);
-  if (!type) return bad("unknown element type '" + std::string(type_name) + "'");
+  if (!type) {
+    bad("unknown element type " + quoted(type_name) + " (known: " + element_type_spellings() +
+        ")");
+  }
   if (dims.size() < 2 || dims.front() != '[' || dims.back() != ']') {
-    return bad("the shape must be [d0,d1,...] ([] for a scalar)");
+    bad("the shape must be [d0,d1,...] ([] for a scalar)");
   }
   dims = dims.substr(1, dims.size() - 2);
   TensorSpec spec{*type, {}};
-  while (!dims.empty()) {
-    const size_t comma = dims.find(',');
-    const std::string_view item = dims.substr(0, comma);
+  if (dims.empty()) return spec;  // a scalar
+  for (size_t start = 0;;) {
+    const size_t comma = dims.find(',', start);
+    const std::string_view item = dims.substr(start, comma - start);
     int64_t d = -1;
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), d);
     if (item.empty() || item.front() == '-' || error != std::errc{} ||
         end != item.data() + item.size()) {
-      return bad("the dimension '" + std::string(item) + "' is not an integer >= 0");
+      bad("the dimension " + quoted(item) + " is not an integer from 0 to 2^63-1");
     }
     spec.dims.push_back(d);
-    if (comma == std::string_view::npos) break;
-    dims = dims.substr(comma + 1);
-    if (dims.empty()) return bad("the shape ends with a comma");
+    if (comma == std::string_view::npos) return spec;
+    start = comma + 1;
   }
-  return spec;
 }
 
-void parse_metadata(std::string_view text, std::string_view source, ProgramFile& file) {
-  // The keys a file must have, once each, and where they go.
-  const std::pair<std::string_view, std::string*> required[] = {
+/// How deeply JSON `text` nests arrays and objects, counted without recursing.
+std::ptrdiff_t nesting(std::string_view text) noexcept {
+  std::ptrdiff_t depth = 0;
+  std::ptrdiff_t deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      in_string = c != '"';
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+[[noreturn]] void not_a_structure(const std::string& why) {
+  malformed("the output_tree is not an output structure (" + why + ")");
+}
+
+/// The keys of a dict or OrderedDict node: str or int, all different, and of one kind in
+/// a dict (JAX sorts a dict's keys).
+void check_keys(const json::Array& keys, std::string_view kind) {
+  std::set<std::string, std::less<>> strings;
+  std::set<int64_t> ints;
+  for (const json::Value& key : keys) {
+    const auto* text = key.as<std::string>();
+    const auto* number = key.as<int64_t>();
+    if (text == nullptr && number == nullptr) not_a_structure("a key that is not a str or int");
+    if (text != nullptr ? !strings.insert(*text).second : !ints.insert(*number).second) {
+      not_a_structure("a key appears twice");
+    }
+  }
+  if (kind == "dict" && !strings.empty() && !ints.empty()) {
+    not_a_structure("a dict with both str and int keys");
+  }
+}
+
+/// The leaves of an encoded output structure, as cyxla._output_tree writes it: "*" a
+/// leaf, null None, {"tuple": [...]} and {"list": [...]} their children, {"dict": [keys,
+/// children]} and {"ordered_dict": [keys, children]}. Recurses no deeper than the parse.
+size_t leaves(const json::Value& node) {
+  if (const auto* text = node.as<std::string>(); text != nullptr && *text == "*") return 1;
+  if (node.as<std::nullptr_t>() != nullptr) return 0;
+  const auto* object = node.as<json::Object>();
+  if (object == nullptr || object->size() != 1) {
+    not_a_structure("a node that is not \"*\", null or an object of one member");
+  }
+  const auto& [kind, value] = *object->begin();
+  const auto* items = value.as<json::Array>();
+  const auto sum = [](const json::Array& children) {
+    size_t total = 0;
+    for (const json::Value& child : children) total += leaves(child);
+    return total;
+  };
+  if (kind == "tuple" || kind == "list") {
+    if (items == nullptr) not_a_structure("a " + kind + " that does not hold a list");
+    return sum(*items);
+  }
+  if (kind == "dict" || kind == "ordered_dict") {
+    const json::Array* keys = items != nullptr && items->size() == 2 ? (*items)[0].as<json::Array>()
+                                                                     : nullptr;
+    const json::Array* children = keys != nullptr ? (*items)[1].as<json::Array>() : nullptr;
+    if (children == nullptr || keys->size() != children->size()) {
+      not_a_structure("a " + kind + " that does not hold [keys, children] of one length");
+    }
+    check_keys(*keys, kind);
+    return sum(*children);
+  }
+  not_a_structure("the unknown node " + quoted(kind));
+}
+
+/// The output_tree line's JSON, checked to nest at most kMaxTreeNesting deep and to be a
+/// structure of `outputs` leaves.
+void check_output_tree(std::string_view text, size_t outputs) {
+  const std::optional<json::Value> tree = json::parse(text, kMaxTreeNesting);
+  if (!tree) {
+    // json::parse refuses both: tell them apart for the message.
+    if (nesting(text) > kMaxTreeNesting) {
+      malformed("the output_tree nests deeper than " + std::to_string(kMaxTreeNesting));
+    }
+    malformed("the output_tree is not JSON");
+  }
+  const size_t count = leaves(*tree);
+  if (count != outputs) {
+    malformed("the output_tree has " + std::to_string(count) + " leaves, but the file " +
+              std::to_string(outputs) + " outputs");
+  }
+}
+
+/// The donated_output lines' output indices, each a different output of the file.
+std::vector<size_t> donated_outputs(const std::vector<std::string_view>& values, size_t outputs) {
+  std::vector<size_t> indices;
+  std::vector<bool> taken(values.empty() ? 0 : outputs);
+  for (const std::string_view value : values) {
+    size_t output = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), output);
+    if (value.empty() || error != std::errc{} || end != value.data() + value.size() ||
+        output >= outputs) {
+      malformed("donated_output " + quoted(value) + " is not the index of one of the " +
+                std::to_string(outputs) + " outputs");
+    }
+    if (taken[output]) malformed("donated_output " + std::string(value) + " appears twice");
+    taken[output] = true;
+    indices.push_back(output);
+  }
+  return indices;
+}
+
+/// The metadata lines into `file`; refuses what is not UTF-8 lines of `key value` with the
+/// keys and values the format gives.
+void parse_metadata(std::string_view text, ProgramFile& file) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t length = utf8_length(text, at);
+    if (length == 0) malformed("not UTF-8 text (at byte " + std::to_string(at) + ")");
+    at += length;
+  }
+  if (!text.empty() && text.back() != '\n') malformed("the last line does not end with LF");
+  // The keys that appear once at most, the first four required, and where they go.
+  std::string tree;
+  const std::pair<std::string_view, std::string*> single[] = {
       {"name", &file.name},
       {"platform", &file.platform},
       {"stablehlo_version", &file.stablehlo_version},
       {"cyxla_version", &file.cyxla_version},
+      {"jax_version", &file.jax_version},
+      {"jaxlib_version", &file.jaxlib_version},
+      {"output_tree", &tree},
   };
-  bool seen[std::size(required)] = {};
+  constexpr size_t kRequired = 4;
+  constexpr size_t kTree = 6;
+  bool seen[std::size(single)] = {};
   std::vector<std::string_view> donated;  // checked once the outputs are known
-  while (!text.empty()) {
+  for (size_t number = 1; !text.empty(); ++number) {
     const size_t end = text.find('\n');
-    if (end == std::string_view::npos) refuse(source, "malformed metadata: the last line has no LF");
     const std::string_view line = text.substr(0, end);
     text = text.substr(end + 1);
+    const auto bad = [&](const std::string& why) {
+      malformed("line " + std::to_string(number) + " " + quoted(line) + ": " + why);
+    };
     const size_t space = line.find(' ');
     if (space == 0 || space == std::string_view::npos || line.find('\r') != std::string_view::npos) {
-      refuse(source, "malformed metadata line '" + std::string(line) + "': expected 'key value'");
+      bad("expected 'key value'");
     }
     const std::string_view key = line.substr(0, space);
     const std::string_view value = line.substr(space + 1);
     if (key == "input") {
-      file.inputs.push_back(tensor_spec(value, source, line));
+      file.inputs.push_back(tensor_spec(value, bad));
     } else if (key == "output") {
-      file.outputs.push_back(tensor_spec(value, source, line));
+      file.outputs.push_back(tensor_spec(value, bad));
     } else if (key == "custom_call") {
       file.custom_calls.emplace_back(value);
     } else if (key == "donated_output") {
       donated.push_back(value);
     }
-    for (size_t i = 0; i < std::size(required); ++i) {
-      if (key != required[i].first) continue;
-      if (seen[i]) refuse(source, "malformed metadata: the key '" + std::string(key) + "' appears twice");
-      *required[i].second = value;
+    for (size_t i = 0; i < std::size(single); ++i) {
+      if (key != single[i].first) continue;
+      if (seen[i]) malformed("the key " + quoted(key) + " appears twice");
       seen[i] = true;
+      *single[i].second = value;
     }
-    // Other keys are for other readers (output_tree) or later versions: ignored.
+    // Any other key is one a later cyxla added: ignored, as the format says.
   }
-  for (size_t i = 0; i < std::size(required); ++i) {
-    if (!seen[i]) {
-      refuse(source, "malformed metadata: the required key '" + std::string(required[i].first) +
-                         "' is missing");
-    }
+  for (size_t i = 0; i < kRequired; ++i) {
+    if (!seen[i]) malformed("the required key " + quoted(single[i].first) + " is missing");
   }
-  for (const std::string_view value : donated) {
-    size_t output = 0;
-    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), output);
-    if (value.empty() || error != std::errc{} || end != value.data() + value.size() ||
-        output >= file.outputs.size()) {
-      refuse(source, "malformed metadata: donated_output '" + std::string(value) +
-                         "' is not the index of one of the " +
-                         std::to_string(file.outputs.size()) + " outputs");
-    }
-    if (std::ranges::find(file.donated_outputs, output) != file.donated_outputs.end()) {
-      refuse(source, "malformed metadata: donated_output " + std::string(value) + " appears twice");
-    }
-    file.donated_outputs.push_back(output);
+  if (find_platform(file.platform) == nullptr) {
+    std::string known;
+    for (const Platform& p : kPlatforms) known.append(known.empty() ? "" : ", ").append(p.name);
+    malformed("unknown platform " + quoted(file.platform) + " (known: " + known + ")");
   }
+  file.donated_outputs = donated_outputs(donated, file.outputs.size());
+  if (seen[kTree]) {
+    check_output_tree(tree, file.outputs.size());
+    file.output_tree = std::move(tree);
+  }
+}
+
+/// `spec` as an input or output line's value, "F32 [4,8]".
+std::string spec_text(const TensorSpec& spec) {
+  const std::string_view type = element_type_spelling(spec.type);
+  if (type.empty()) {
+    throw Error(ErrorKind::InvalidArgument,
+                "cannot write a program file: the element type " +
+                    std::to_string(static_cast<int>(spec.type)) + " is not one cyxla carries");
+  }
+  std::string text = std::string(type) + " [";
+  for (size_t i = 0; i < spec.dims.size(); ++i) {
+    if (i != 0) text += ',';
+    text += std::to_string(spec.dims[i]);
+  }
+  return text + "]";
 }
 
 }  // namespace
 
-ProgramFile parse(std::string_view bytes, std::string_view source) {
-  const size_t size = bytes.size();
-  if (bytes.substr(0, kMagic.size()) != kMagic.substr(0, std::min(size, kMagic.size()))) {
-    refuse(source, "not a cyxla program file (no CYXLAPRG at its start)");
+std::string_view refusal_word(Refusal refusal) noexcept {
+  switch (refusal) {
+    case Refusal::Magic: return "magic";
+    case Refusal::Version: return "version";
+    case Refusal::Size: return "size";
+    case Refusal::Checksum: return "checksum";
+    case Refusal::Reserved: return "reserved";
+    case Refusal::Metadata: return "metadata";
   }
-  if (size < kHeaderSize) {
-    refuse(source, "truncated: " + std::to_string(size) + " bytes, shorter than the " +
-                       std::to_string(kHeaderSize) + "-byte header");
-  }
-  const auto version = little_endian<uint32_t>(bytes, 8);
-  if (version > kFormatVersion) {
-    refuse(source, "written by a newer cyxla: format " + std::to_string(version) +
-                       ", this reads up to " + std::to_string(kFormatVersion) + "; upgrade");
-  }
-  if (version == 0) refuse(source, "format 0 is not a format any cyxla wrote");
-  const auto crc = little_endian<uint32_t>(bytes, 12);
-  const auto metadata_size = little_endian<uint64_t>(bytes, 16);
-  const auto stablehlo_size = little_endian<uint64_t>(bytes, 24);
-  const auto options_size = little_endian<uint64_t>(bytes, 32);
-  if (little_endian<uint64_t>(bytes, 40) != 0) refuse(source, "malformed header: the reserved field is not 0");
-  for (const auto& [part, value] : {std::pair{"metadata", metadata_size},
-                                    {"StableHLO", stablehlo_size},
-                                    {"compile-options", options_size}}) {
-    if (value > size) {
-      refuse(source, std::string("malformed header: the ") + part + " size " +
-                         std::to_string(value) + " is larger than the file (" +
-                         std::to_string(size) + " bytes)");
-    }
-  }
-  const uint64_t expected = kHeaderSize + metadata_size + stablehlo_size + options_size;
-  if (expected > size) {
-    refuse(source, "truncated: the header promises " + std::to_string(expected) +
-                       " bytes, the file has " + std::to_string(size));
-  }
-  if (expected < size) {
-    refuse(source, std::to_string(size - expected) + " trailing bytes after the " +
-                       std::to_string(expected) + " the header describes");
-  }
-  if (crc32(bytes.substr(16)) != crc) refuse(source, "altered or corrupted (CRC-32 mismatch)");
+  return "metadata";  // GCOVR_EXCL_LINE: every refusal is a case above
+}
 
-  ProgramFile file;
-  const std::string_view metadata = bytes.substr(kHeaderSize, metadata_size);
-  parse_metadata(metadata, source, file);
-  file.stablehlo = bytes.substr(kHeaderSize + metadata_size, stablehlo_size);
-  file.compile_options = bytes.substr(kHeaderSize + metadata_size + stablehlo_size, options_size);
-  return file;
+ProgramFile parse(std::string_view bytes, std::string_view source) {
+  try {
+    const size_t size = bytes.size();
+    // A file that ends within the magic is a truncated one.
+    if (bytes.substr(0, kMagic.size()) != kMagic.substr(0, std::min(size, kMagic.size()))) {
+      refuse(Refusal::Magic, "not a cyxla program file (it does not start with CYXLAPRG)");
+    }
+    if (size < kHeaderSize) {
+      refuse(Refusal::Size, "truncated: " + std::to_string(size) + " bytes, shorter than the " +
+                                std::to_string(kHeaderSize) + "-byte header");
+    }
+    const auto version = little_endian<uint32_t>(bytes, 8);
+    if (version > kFormatVersion) {
+      refuse(Refusal::Version, "written by a newer cyxla: format " + std::to_string(version) +
+                                   ", this reads up to " + std::to_string(kFormatVersion) +
+                                   "; upgrade cyxla");
+    }
+    if (version == 0) refuse(Refusal::Version, "format 0 does not exist (formats start at 1)");
+    const auto crc = little_endian<uint32_t>(bytes, 12);
+    const auto metadata_size = little_endian<uint64_t>(bytes, 16);
+    const auto stablehlo_size = little_endian<uint64_t>(bytes, 24);
+    const auto options_size = little_endian<uint64_t>(bytes, 32);
+    const auto reserved = little_endian<uint64_t>(bytes, 40);
+    for (const auto& [part, value] : {std::pair{"metadata", metadata_size},
+                                      {"StableHLO", stablehlo_size},
+                                      {"compile-options", options_size}}) {
+      if (value > size) {
+        refuse(Refusal::Size, std::string("malformed header: the ") + part + " size " +
+                                  std::to_string(value) + " is larger than the file (" +
+                                  std::to_string(size) + " bytes)");
+      }
+    }
+    // Each size is at most the file's: the sum cannot overflow.
+    const uint64_t expected = kHeaderSize + metadata_size + stablehlo_size + options_size;
+    if (expected > size) {
+      refuse(Refusal::Size, "truncated: " + std::to_string(size) + " bytes, the header describes " +
+                                std::to_string(expected));
+    }
+    if (expected < size) {
+      refuse(Refusal::Size, std::to_string(size - expected) + " trailing bytes after the " +
+                                std::to_string(expected) + " the header describes");
+    }
+    if (crc32(bytes.substr(kCheckedFrom)) != crc) {
+      refuse(Refusal::Checksum, "altered or corrupted (its CRC-32 does not match)");
+    }
+    if (reserved != 0) {
+      refuse(Refusal::Reserved,
+             "malformed header: the reserved field is " + std::to_string(reserved) + ", not 0");
+    }
+    ProgramFile file;
+    parse_metadata(bytes.substr(kHeaderSize, metadata_size), file);
+    file.stablehlo = bytes.substr(kHeaderSize + metadata_size, stablehlo_size);
+    file.compile_options = bytes.substr(kHeaderSize + metadata_size + stablehlo_size);
+    return file;
+  } catch (const Refused& refused) {
+    throw FileError(refused.refusal, std::string(source) + ": " + refused.why);
+  }
 }
 
 ProgramFile read(const std::string& path) {
@@ -199,6 +454,49 @@ ProgramFile read(const std::string& path) {
     throw Error(ErrorKind::InvalidArgument, "cannot read the program file " + path);
   }
   return parse(bytes, path);
+}
+
+std::string pack(const ProgramFile& file) {
+  std::string metadata;
+  const auto line = [&](std::string_view key, std::string_view value) {
+    if (value.find_first_of("\r\n") != std::string_view::npos) {
+      throw Error(ErrorKind::InvalidArgument,
+                  "cannot write a program file: the program's " + std::string(key) +
+                      " holds a line break, which a metadata line cannot");
+    }
+    metadata.append(key).append(" ").append(value).append("\n");
+  };
+  line("name", file.name);
+  line("platform", file.platform);
+  line("stablehlo_version", file.stablehlo_version);
+  for (const TensorSpec& spec : file.inputs) line("input", spec_text(spec));
+  for (const TensorSpec& spec : file.outputs) line("output", spec_text(spec));
+  for (const std::string& target : file.custom_calls) line("custom_call", target);
+  for (const size_t output : file.donated_outputs) line("donated_output", std::to_string(output));
+  line("cyxla_version", file.cyxla_version);
+  if (!file.jax_version.empty()) line("jax_version", file.jax_version);
+  if (!file.jaxlib_version.empty()) line("jaxlib_version", file.jaxlib_version);
+  if (file.output_tree) line("output_tree", *file.output_tree);
+  try {
+    ProgramFile checked;
+    parse_metadata(metadata, checked);  // only what the reader reads back is written
+  } catch (const Refused& refused) {
+    throw Error(ErrorKind::InvalidArgument, "cannot write a program file: " + refused.why);
+  }
+
+  std::string bytes(kMagic);
+  append_little_endian(bytes, kFormatVersion);
+  append_little_endian(bytes, uint32_t{0});  // the CRC-32, once the rest is written
+  append_little_endian(bytes, uint64_t{metadata.size()});
+  append_little_endian(bytes, uint64_t{file.stablehlo.size()});
+  append_little_endian(bytes, uint64_t{file.compile_options.size()});
+  append_little_endian(bytes, uint64_t{0});  // reserved
+  bytes += metadata;
+  bytes += file.stablehlo;
+  bytes += file.compile_options;
+  const uint32_t crc = crc32(std::string_view(bytes).substr(kCheckedFrom));
+  for (size_t i = 0; i < 4; ++i) bytes[12 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  return bytes;
 }
 
 }  // namespace cyxla::program

@@ -8,7 +8,7 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
-#include <array>
+#include <cstring>
 
 #include "abi/registry.hpp"
 #include "abi/table.hpp"
@@ -23,9 +23,9 @@
 #include "python/host_buffers.hpp"
 #include "python/output_memory.hpp"
 #include "runtime/batched_executable.hpp"
-#include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/hlo_signature.hpp"
+#include "runtime/platforms.hpp"
 #include "runtime/runtime.hpp"
 
 namespace nb = nanobind;
@@ -81,11 +81,59 @@ std::vector<pjrt::NamedValue> to_named_values(const nb::dict& options) {
 
 /// The Python error class of `kind`, from cyxla._errors (looked up on the cold path).
 nb::object error_class(ErrorKind kind) {
-  static constexpr std::array names = {"InvalidArgumentError", "DtypeError",
-                                       "PluginLoadError",      "PluginVersionError",
-                                       "CompileError",         "PjrtError",
-                                       "InvalidArgumentError"};
-  return nb::module_::import_("cyxla._errors").attr(names[static_cast<size_t>(kind)]);
+  const char* name = "InvalidArgumentError";
+  switch (kind) {
+#define CYXLA_CLASS_CASE_(enumerator, python_class, status) \
+  case ErrorKind::enumerator:                               \
+    name = python_class;                                    \
+    break;
+    CYXLA_ERROR_KINDS(CYXLA_CLASS_CASE_)
+#undef CYXLA_CLASS_CASE_
+  }
+  return nb::module_::import_("cyxla._errors").attr(name);
+}
+
+/// Sets the Python error of `e`: its kind's class, and for a program file the reason word
+/// of ProgramFileError.
+void set_python_error(const Error& e) {
+  const nb::object cls = error_class(e.kind());
+  // Messages quote paths and plugins' text, which need not be UTF-8.
+  const nb::object message = nb::steal(
+      PyUnicode_DecodeUTF8(e.what(), static_cast<Py_ssize_t>(std::strlen(e.what())),
+                           "backslashreplace"));
+  nb::object error;
+  if (e.kind() == ErrorKind::ProgramFile) {
+    // Refusals after the reader's (outputs the compiled program does not return) are
+    // about what the metadata says.
+    const auto* file = dynamic_cast<const program::FileError*>(&e);
+    const std::string_view word =
+        program::refusal_word(file != nullptr ? file->refusal() : program::Refusal::Metadata);
+    error = cls(message, "reason"_a = nb::str(word.data(), word.size()));
+  } else {
+    error = cls(message);
+  }
+  PyErr_SetObject(cls.ptr(), error.ptr());
+}
+
+/// What Python's load_program needs of a program file.
+nb::dict file_contents(const program::ProgramFile& file) {
+  const auto text = [](const std::string& s) { return nb::str(s.data(), s.size()); };
+  const auto bytes = [](const std::string& s) { return nb::bytes(s.data(), s.size()); };
+  nb::dict out;
+  out["name"] = text(file.name);
+  out["platform"] = text(file.platform);
+  out["stablehlo_version"] = text(file.stablehlo_version);
+  out["cyxla_version"] = text(file.cyxla_version);
+  out["jax_version"] = text(file.jax_version);
+  out["jaxlib_version"] = text(file.jaxlib_version);
+  out["inputs"] = from_specs(file.inputs);
+  out["outputs"] = from_specs(file.outputs);
+  out["custom_calls"] = file.custom_calls;
+  out["donated_outputs"] = file.donated_outputs;
+  out["output_tree"] = file.output_tree ? nb::object(text(*file.output_tree)) : nb::none();
+  out["stablehlo"] = bytes(file.stablehlo);
+  out["compile_options"] = bytes(file.compile_options);
+  return out;
 }
 
 }  // namespace
@@ -105,8 +153,7 @@ NB_MODULE(_core, m) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
-      nb::object cls = error_class(e.kind());
-      PyErr_SetString(cls.ptr(), e.what());
+      set_python_error(e);
     }
   });
 
@@ -118,6 +165,85 @@ NB_MODULE(_core, m) {
   m.attr("ABI_OLDEST_COMPATIBLE") = CYXLA_ABI_OLDEST_COMPATIBLE;
   // The C API's function table, imported by extension modules through cyxla_import().
   m.attr("_C_API") = nb::capsule(static_cast<const void*>(&abi::table()), CYXLA_CAPSULE_NAME);
+
+  // The table of platforms (runtime/platforms.hpp), which cyxla._platforms reads.
+  nb::list platforms;
+  nb::dict xla_platforms;
+  nb::dict client_defaults;
+  for (const Platform& p : kPlatforms) {
+    const nb::str name(p.name.data(), p.name.size());
+    platforms.append(name);
+    if (!p.xla_name.empty()) xla_platforms[name] = nb::str(p.xla_name.data(), p.xla_name.size());
+    nb::dict defaults;
+    for (const DefaultOption& o : p.client_defaults) {
+      defaults[nb::str(o.name.data(), o.name.size())] =
+          std::visit([](auto v) { return nb::cast(v); }, o.value);
+    }
+    client_defaults[name] = defaults;
+  }
+  m.attr("PLATFORMS") = nb::tuple(platforms);
+  m.attr("XLA_PLATFORMS") = xla_platforms;
+  m.attr("CLIENT_DEFAULTS") = client_defaults;
+  nb::dict aliases;
+  for (const auto& [alias, platform] : kPlatformAliases) {
+    aliases[nb::str(alias.data(), alias.size())] = nb::str(platform.data(), platform.size());
+  }
+  m.attr("PLATFORM_ALIASES") = aliases;
+  // The table of error kinds (common/error.hpp), as (kind, cyxla._errors class, C status).
+  nb::list kinds;
+#define CYXLA_KIND_ROW_(enumerator, python_class, status) \
+  kinds.append(nb::make_tuple(#enumerator, python_class, static_cast<int>(status)));
+  CYXLA_ERROR_KINDS(CYXLA_KIND_ROW_)
+#undef CYXLA_KIND_ROW_
+  m.attr("_ERROR_KINDS") = nb::tuple(kinds);
+
+  // The program file (program/program_file.hpp): Program.save, load_program and pickling
+  // read and write it here (internal, hence the underscores).
+  m.attr("OUTPUT_TREE_MAX_NESTING") = program::kMaxTreeNesting;
+  m.def(
+      "_read_program_file",
+      [](nb::bytes data, nb::bytes source) {
+        program::ProgramFile file;
+        {
+          nb::gil_scoped_release release;  // the CRC-32 of a large program takes a while
+          file = program::parse(std::string_view(data.c_str(), data.size()),
+                                std::string_view(source.c_str(), source.size()));
+        }
+        return file_contents(file);
+      },
+      "data"_a, "source"_a,
+      "The contents of a program file's bytes, checked; ProgramFileError, whose message "
+      "starts with `source`, if it is not a file this cyxla reads.");
+  m.def(
+      "_pack_program_file",
+      [](std::string name, std::string platform, std::string stablehlo_version,
+         const std::vector<SpecTuple>& inputs, const std::vector<SpecTuple>& outputs,
+         std::vector<std::string> custom_calls, std::vector<size_t> donated_outputs,
+         nb::bytes stablehlo, nb::bytes compile_options, std::string cyxla_version,
+         std::string jax_version, std::string jaxlib_version,
+         std::optional<std::string> output_tree) {
+        program::ProgramFile file;
+        file.name = std::move(name);
+        file.platform = std::move(platform);
+        file.stablehlo_version = std::move(stablehlo_version);
+        file.cyxla_version = std::move(cyxla_version);
+        file.inputs = to_specs(inputs);
+        file.outputs = to_specs(outputs);
+        file.custom_calls = std::move(custom_calls);
+        file.donated_outputs = std::move(donated_outputs);
+        file.stablehlo.assign(stablehlo.c_str(), stablehlo.size());
+        file.compile_options.assign(compile_options.c_str(), compile_options.size());
+        file.jax_version = std::move(jax_version);
+        file.jaxlib_version = std::move(jaxlib_version);
+        file.output_tree = std::move(output_tree);
+        const std::string packed = program::pack(file);
+        return nb::bytes(packed.data(), packed.size());
+      },
+      "name"_a, "platform"_a, "stablehlo_version"_a, "inputs"_a, "outputs"_a, "custom_calls"_a,
+      "donated_outputs"_a, "stablehlo"_a, "compile_options"_a, "cyxla_version"_a,
+      "jax_version"_a, "jaxlib_version"_a, "output_tree"_a.none(),
+      "The bytes of a program file; InvalidArgumentError for what the reader would refuse "
+      "(a line break in a text field, an output_tree that is not one of the outputs).");
 
   // Executable.run's new outputs (internal, hence the underscore).
   m.def("_recycled_bytes", &python::recycled_bytes, "bytes"_a,
@@ -226,19 +352,6 @@ NB_MODULE(_core, m) {
       "plugin"_a,
       "(canonical path, size, mtime_ns) of the plugin's library, as the disk cache's key "
       "holds them.");
-  // A test hook (tests/test_cache_interop.py compares it with the plugin entries'
-  // CREATE_OPTIONS): the client options that cyxla_open_runtime gives the plugin of
-  // `platform` when the caller names `options`.
-  m.def(
-      "_with_default_options",
-      [](const std::string& platform, const nb::dict& options) {  // GCOVR_EXCL_LINE
-        nb::dict out;
-        for (const pjrt::NamedValue& o : with_default_options(platform, to_named_values(options))) {
-          out[o.name.c_str()] = std::visit([](const auto& v) { return nb::cast(v); }, o.value);
-        }
-        return out;
-      },
-      "platform"_a, "options"_a);
   // Test hooks of the cache's SHA-256 and JSON, checked against hashlib and json.
   m.def("_sha256_hex", [](nb::bytes data) {
     return program::sha256_hex(std::string_view(data.c_str(), data.size()));

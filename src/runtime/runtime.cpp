@@ -1,12 +1,11 @@
 // Creating the client and turning programs into executables.
 #include "runtime/runtime.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <mutex>
 
 #include "runtime/element_type.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/platforms.hpp"
 
 namespace cyxla {
 namespace {
@@ -42,10 +41,9 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
   auto name = pjrt::make_args<PJRT_Client_PlatformName_Args>();
   name.client = create.client;
   CYXLA_PJRT_CALL(p, PJRT_Client_PlatformName, name);
-  runtime->platform_.assign(name.platform_name, name.platform_name_size);
-  std::ranges::transform(runtime->platform_, runtime->platform_.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  runtime->host_is_device_ = runtime->platform_ == "cpu" || runtime->platform_ == "host";
+  runtime->platform_ =
+      normalize_platform(std::string_view(name.platform_name, name.platform_name_size));
+  runtime->host_is_device_ = runtime->platform_ == "cpu";
 
   auto version = pjrt::make_args<PJRT_Client_PlatformVersion_Args>();
   version.client = create.client;

@@ -29,7 +29,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   const pjrt::Plugin& plugin() const noexcept { return *plugin_; }
   PJRT_Client* client() const noexcept { return client_.get(); }
   PJRT_Device* device() const noexcept { return device_; }
-  /// The client's platform name, lower case ("cpu", "cuda", ...).
+  /// cyxla's name of the client's platform ("cpu", "cuda", ...; a plugin that reports an
+  /// older name, "host" or "gpu", gets cyxla's: runtime/platforms.hpp).
   const std::string& platform() const noexcept { return platform_; }
   const std::string& platform_version() const noexcept { return platform_version_; }
   /// The options the client was created with, as given (the disk cache's key holds them).

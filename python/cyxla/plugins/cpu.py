@@ -5,8 +5,6 @@ from __future__ import annotations
 import importlib
 
 PLATFORM = "cpu"
-#: One device and synchronous execution: a run stays in the calling thread.
-CREATE_OPTIONS: dict[str, object] = {"cpu_device_count": 1, "asynchronous": False}
 EXTRA = "cpu"
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from cyxla.plugins import _jax_plugin
 
 PLATFORM = "cuda"
-#: Allocate device memory as programs need it, instead of most of it up front.
-CREATE_OPTIONS: dict[str, object] = {"preallocate": False}
 EXTRA = "cuda12"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from cyxla.plugins import _jax_plugin
 
 PLATFORM = "rocm"
-CREATE_OPTIONS: dict[str, object] = {"preallocate": False}
 EXTRA = "rocm7"
 
 

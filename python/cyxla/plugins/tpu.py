@@ -6,7 +6,6 @@ import importlib
 import pathlib
 
 PLATFORM = "tpu"
-CREATE_OPTIONS: dict[str, object] = {}
 EXTRA = "tpu"
 
 
