@@ -33,8 +33,9 @@ from cyxla import _plugins
 from cyxla.__main__ import main as cli
 from cyxla._cache import keys as cache_keys
 from cyxla._cache import store
+from cyxla._compile_options import compile_options
 
-from program_file_writer import parts, replace_metadata
+from program_file_writer import pack, parts, replace_metadata
 from support import plugin_library, run_cyxla, run_python
 
 # ------------------------------------------------------------------ helpers
@@ -266,6 +267,28 @@ def test_compile_options_are_part_of_the_key(cache: Path) -> None:
     _, stats = cx.compile_program(program, options={"xla_backend_optimization_level": 1})
     assert stats.cache_hit
     assert len(_entries(cache)) == 2
+
+
+def test_a_program_from_a_file_compiles_with_the_files_options(cache: Path, tmp_path: Path) -> None:
+    """compile_program takes a loaded file's compile-options section, as the native loader
+    does: the options are part of the key, so the statistics show which were used."""
+    program = _program()
+    cx.compile_program(program)  # stored under cyxla's default options
+    path = tmp_path / "program.cyxla"
+    program.save(path)
+    _, stats = cx.compile_program(cx.load_program(path))
+    assert stats.cache_hit  # the file holds the default options
+    other = compile_options({"xla_backend_optimization_level": 1})
+    metadata, stablehlo, _ = parts(path.read_bytes())
+    path.write_bytes(pack(metadata, stablehlo, other))
+    loaded = cx.load_program(path)
+    executable, stats = cx.compile_program(loaded)
+    assert not stats.cache_hit  # the file's options: another key
+    _check(executable)
+    _, stats = cx.compile_program(program, options={"xla_backend_optimization_level": 1})
+    assert stats.cache_hit  # the same options, given by name
+    _, stats = cx.compile_program(loaded, options={"xla_backend_optimization_level": 1})
+    assert stats.cache_hit  # options given replace the file's
 
 
 def test_two_processes_compiling_the_same_program_at_once(cache: Path, tmp_path: Path) -> None:
