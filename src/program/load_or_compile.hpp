@@ -28,6 +28,11 @@ struct Origin {
   /// Whether the program's donated_outputs are a claim to check (a file's lines), or not
   /// known (read from the executable; used as given where the plugin cannot tell).
   bool donated_outputs_claimed = true;
+  /// Whether a custom-call target that no handler of this process provides is refused
+  /// before compiling, saying how to register one (the C loader). Python's compile_program
+  /// lets the plugin refuse it and explains that with what it knows of JAX's registrations
+  /// (cyxla._ffi.checks).
+  bool refuse_unregistered_targets = true;
 };
 
 /// What load_or_compile made, and how.
@@ -43,7 +48,8 @@ struct Compiled {
 
 /// `program` as an executable of `runtime`: from the disk cache when it holds one that
 /// passes every check, compiled (and stored) otherwise. Throws cyxla::Error: a platform
-/// other than the runtime's or a custom call no handler provides (InvalidArgument), the
+/// other than the runtime's or a custom call no handler provides (InvalidArgument, see
+/// Origin::refuse_unregistered_targets), the
 /// plugin's refusal (Compile), specs that are not the compiled program's
 /// (`origin.refusal`).
 Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,

@@ -317,7 +317,7 @@ NB_MODULE(_core, m) {
         program.custom_calls = std::move(custom_calls);
         const bool claimed = donated_outputs.has_value();
         if (claimed) program.donated_outputs = std::move(*donated_outputs);
-        const program::Origin origin{source, ErrorKind::InvalidArgument, claimed};
+        const program::Origin origin{source, ErrorKind::InvalidArgument, claimed, false};
         program::Compiled compiled;
         {
           nb::gil_scoped_release release;
