@@ -1,7 +1,6 @@
 """Python and the native loader (cyxla_load_program) share one disk cache: the same
 directory, keys and entry files, so a program compiled in either language is a hit in the
-other. The C++ store refuses and replaces what Python's does, bounds the cache as it does,
-and its SHA-256 and JSON are hashlib's and json's."""
+other. (The store itself, which both reach, is tested in test_cache.py.)"""
 
 from __future__ import annotations
 
@@ -9,16 +8,9 @@ import ctypes
 import hashlib
 import importlib
 import json
-import math
 import os
-import random
-import shutil
-import stat
-import struct
-import threading
 import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +34,16 @@ from support import (
     Input,
     ProgramSpec,
     RuntimeOptions,
+    entry_path,
     plugin_library,
     run_python,
+    split_entry,
     table,
 )
 
 # ------------------------------------------------------------------ helpers
 
 TESTS = Path(__file__).parent
-PREFIX = struct.Struct("<8sII32s")  # docs: magic, format version, header length, SHA-256
 
 
 def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -160,26 +153,13 @@ def python_key(program: cx.Program) -> tuple[str, str]:
 
 
 def entry_file(cache: Path, key: str) -> Path:
-    return store.entry_path(cache / "executables", key)
+    return entry_path(cache, "executables", key)
 
 
 def cache_files(cache: Path, kind: str = "executables") -> set[Path]:
     """The files of `kind` in the cache (Python's start-up may store entries of others)."""
     directory = cache / kind
     return set(directory.iterdir()) if directory.is_dir() else set()
-
-
-def split(data: bytes) -> tuple[dict[str, Any], bytes]:
-    """An entry's header and payload, read from the layout in the store's docstring."""
-    _, _, length, _ = PREFIX.unpack_from(data)
-    return json.loads(data[PREFIX.size : PREFIX.size + length]), data[PREFIX.size + length :]
-
-
-def join(header: dict[str, Any], payload: bytes) -> bytes:
-    """An entry of `header` and `payload` with a checksum that matches."""
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    digest = hashlib.sha256(text + payload).digest()
-    return PREFIX.pack(b"CYXLA\x00CE", store.FORMAT_VERSION, len(text), digest) + text + payload
 
 
 @pytest.fixture(scope="module")
@@ -329,7 +309,7 @@ def test_a_program_the_native_loader_compiled_is_a_hit_for_python(
     np.testing.assert_allclose(np.reshape(child["out"], (4, 8)), expected(), rtol=1e-6)
     entry = entry_file(cache, python_key(program)[1])
     assert cache_files(cache) == {entry}
-    header, payload = split(entry.read_bytes())
+    header, payload = split_entry(entry.read_bytes())
     assert header["inputs"] == [[int(s.element_type), list(s.shape)] for s in program.inputs]
     assert header["donated"] == list(donated_outputs(program))
     assert header["cyxla_version"] == cx.__version__ and header["platform"] == "cpu"
@@ -371,7 +351,7 @@ def test_outputs_written_in_place_are_recorded_and_used_by_both(
     entry = entry_file(cache, python_key(program)[1])
 
     _, stats = cx.compile_program(program)  # Python stores
-    assert not stats.cache_hit and split(entry.read_bytes())[0]["donated"] == [0]
+    assert not stats.cache_hit and split_entry(entry.read_bytes())[0]["donated"] == [0]
     inode = entry.stat().st_ino
     (out,) = load_and_run(table(), path, [x])  # the native loader hits
     np.testing.assert_allclose(out.reshape(256, 256), wanted, rtol=1e-6)
@@ -380,410 +360,8 @@ def test_outputs_written_in_place_are_recorded_and_used_by_both(
     entry.unlink()
     (out,) = load_and_run(table(), path, [x])  # the native loader stores
     np.testing.assert_allclose(out.reshape(256, 256), wanted, rtol=1e-6)
-    assert split(entry.read_bytes())[0]["donated"] == [0]
+    assert split_entry(entry.read_bytes())[0]["donated"] == [0]
     executable, stats = cx.compile_program(program)  # Python hits
     assert stats.cache_hit, stats
     (out,) = executable.run([x])
     np.testing.assert_allclose(out, wanted, rtol=1e-6)
-
-
-# ------------------------------------------------------------------ damaged entries
-
-
-def _flip_a_bit(entry: Path, **_: Any) -> None:
-    data = bytearray(entry.read_bytes())
-    data[-10] ^= 0x01
-    entry.write_bytes(bytes(data))
-
-
-def _truncate(entry: Path, **_: Any) -> None:
-    data = entry.read_bytes()
-    entry.write_bytes(data[: len(data) // 2])
-
-
-def _rebind(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
-    header["binding"] = store.binding("executables", "another key", payload)
-    entry.write_bytes(join(header, payload))
-
-
-def _another_version(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
-    header["cyxla_version"] = "0.0.1+another"
-    entry.write_bytes(join(header, payload))
-
-
-def _donated_out_of_range(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
-    header["donated"] = [1]  # the program has one output
-    entry.write_bytes(join(header, payload))
-
-
-def _bad_magic(entry: Path, **_: Any) -> None:
-    entry.write_bytes(b"NOTCYXLA" + entry.read_bytes()[8:])
-
-
-def _another_format(entry: Path, **_: Any) -> None:
-    data = bytearray(entry.read_bytes())
-    struct.pack_into("<I", data, 8, store.FORMAT_VERSION + 1)
-    entry.write_bytes(bytes(data))
-
-
-def _header_beyond_the_entry(entry: Path, **_: Any) -> None:
-    data = bytearray(entry.read_bytes())
-    struct.pack_into("<I", data, 12, len(data))  # the header's length
-    entry.write_bytes(bytes(data))
-
-
-def _wrong_payload_length(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
-    header["payload_length"] += 1
-    entry.write_bytes(join(header, payload))
-
-
-def _another_users_entry(entry: Path, **_: Any) -> None:
-    _give_away(entry)
-
-
-def _give_away(path: Path) -> None:
-    """Makes another user own `path` (only root can: CI runs as root)."""
-    if os.geteuid() != 0:
-        pytest.skip("only root can give a file to another user")
-    os.chown(path, os.geteuid() + 4242, -1)
-
-
-def _another_keys_entry(entry: Path, other: Path, **_: Any) -> None:
-    shutil.copyfile(other, entry)
-
-
-def _group_writable_entry(entry: Path, **_: Any) -> None:
-    entry.chmod(0o660)
-
-
-def _symlinked(entry: Path, elsewhere: Path, **_: Any) -> None:
-    entry.rename(elsewhere)
-    entry.symlink_to(elsewhere)
-
-
-def _fifo(entry: Path, **_: Any) -> None:
-    entry.unlink()
-    os.mkfifo(entry)
-
-
-DAMAGES: dict[str, Callable[..., None]] = {
-    "bit flip": _flip_a_bit,
-    "truncated": _truncate,
-    "wrong binding": _rebind,
-    "another cyxla version": _another_version,
-    "donated output out of range": _donated_out_of_range,
-    "bad magic": _bad_magic,
-    "another format": _another_format,
-    "a header beyond the entry": _header_beyond_the_entry,
-    "a wrong payload length": _wrong_payload_length,
-    "another user's entry": _another_users_entry,
-    "another key's entry": _another_keys_entry,
-    "group-writable entry": _group_writable_entry,
-    "symlinked entry": _symlinked,
-    "fifo": _fifo,
-}
-
-
-def _load_without_blocking(path: Path) -> None:
-    failures: list[BaseException] = []
-
-    def load() -> None:
-        try:
-            native_load(path)
-        except BaseException as failure:  # reported by the test's thread
-            failures.append(failure)
-
-    thread = threading.Thread(target=load, daemon=True)
-    thread.start()
-    thread.join(120)
-    assert not thread.is_alive(), "the native loader blocked on the entry"
-    if failures:
-        raise failures[0]
-
-
-@pytest.mark.parametrize("damage", list(DAMAGES))
-def test_a_damaged_entry_is_a_miss_and_is_replaced(
-    damage: str, program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path, other_path = tmp_path / "mlp.cyxla", tmp_path / "other.cyxla"
-    program.save(path)
-    mlp_program(rows=2).save(other_path)
-    load_and_run(table(), other_path, inputs(rows=2))  # the other key's entry
-    other = entry_file(cache, _core._executable_cache_key(str(other_path))[1])
-    key = _core._executable_cache_key(str(path))[1]
-    entry = entry_file(cache, key)
-    native_load(path)
-    assert entry.is_file() and other.is_file()
-    elsewhere = tmp_path / "elsewhere.entry"
-
-    DAMAGES[damage](entry, other=other, elsewhere=elsewhere)
-    if damage != "donated output out of range":  # refused by the executables' checks
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # Python warns of the unsafe ones it reads
-            with pytest.raises(store.EntryError):
-                store.read("executables", key)  # Python's store refuses it too
-    damaged = entry.lstat()
-    _load_without_blocking(path)
-
-    # Replaced, as Python's store replaces it: a new regular file that Python reads.
-    replaced = entry.lstat()
-    assert stat.S_ISREG(replaced.st_mode) and replaced.st_ino != damaged.st_ino
-    assert stat.S_IMODE(replaced.st_mode) == 0o600
-    read = store.read("executables", key)
-    assert read is not None and read.header["cyxla_version"] == cx.__version__
-    assert read.header["donated"] == []
-    if damage == "symlinked entry":
-        assert elsewhere.is_file() and not elsewhere.is_symlink()  # the target untouched
-    assert {p.name for p in (cache / "executables").iterdir()} == {entry.name, other.name}
-
-
-def test_an_unsafe_directory_turns_the_cache_off(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    native_load(path)
-    key = _core._executable_cache_key(str(path))[1]
-    entry = entry_file(cache, key)
-    long_ago = time.time() - 100_000
-    os.utime(entry, (long_ago, long_ago))
-    before, contents = entry.stat(), entry.read_bytes()
-    for directory in (cache / "executables", cache):
-        directory.chmod(0o770)
-        with (
-            pytest.warns(UserWarning, match="can be written by other users"),
-            pytest.raises(store.CacheRefusedError),
-        ):
-            store.read("executables", key)  # Python refuses it
-        native_load(path)  # compiled, and nothing read or written
-        after = entry.stat()
-        assert (after.st_ino, after.st_mtime) == (before.st_ino, before.st_mtime)
-        assert entry.read_bytes() == contents
-        assert cache_files(cache) == {entry}
-        directory.chmod(0o700)
-
-
-def test_a_symlinked_kind_directory_turns_the_cache_off(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir(mode=0o700)
-    cache.mkdir(mode=0o700)
-    (cache / "executables").symlink_to(elsewhere)
-    native_load(path)
-    assert list(elsewhere.iterdir()) == []
-
-
-def test_a_cache_of_another_user_turns_the_cache_off(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    cache.mkdir(mode=0o700)
-    _give_away(cache)
-    native_load(path)
-    assert list(cache.iterdir()) == []
-
-
-#: Settings of the cache's place, and where the entries go then (None: the cache is off).
-_PLACES: dict[str, tuple[dict[str, str], str | None]] = {
-    "~ in CYXLA_CACHE_DIR": ({"CYXLA_CACHE_DIR": "~/tilde"}, "home/tilde"),
-    "~ of a user that does not exist": ({"CYXLA_CACHE_DIR": "~nosuchuser4242/c"}, None),
-    "XDG_CACHE_HOME": ({"XDG_CACHE_HOME": "{tmp}/xdg"}, "xdg/cyxla"),
-    "a relative XDG_CACHE_HOME": ({"XDG_CACHE_HOME": "relative"}, "home/.cache/cyxla"),
-    "neither": ({}, "home/.cache/cyxla"),
-    "a directory under a file": ({"CYXLA_CACHE_DIR": "{tmp}/file/cache"}, None),
-}
-
-
-@pytest.mark.parametrize("place", list(_PLACES))
-def test_the_cache_is_where_python_puts_it(
-    place: str, program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings, expected_place = _PLACES[place]
-    (tmp_path / "home").mkdir()
-    (tmp_path / "file").write_bytes(b"")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.delenv(store.CACHE_ENVIRONMENT_VARIABLE, raising=False)
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    for name, value in settings.items():
-        monkeypatch.setenv(name, value.format(tmp=tmp_path))
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    native_load(path)
-    entries = list(tmp_path.rglob("*.entry"))
-    if expected_place is None:
-        assert entries == []
-        return
-    key = _core._executable_cache_key(str(path))[1]
-    assert entries == [entry_file(tmp_path / expected_place, key)]
-    assert store.cache_directory() == tmp_path / expected_place  # Python's place too
-    assert store.read("executables", key) is not None
-
-
-# ------------------------------------------------------------------ the size bound
-
-
-def measured_entry(program: cx.Program, tmp_path: Path, cache: Path) -> tuple[Path, Path, int]:
-    """`program` saved to a file, the entry the native loader makes of it and that entry's
-    size, the entry removed again."""
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    native_load(path)
-    entry = entry_file(cache, _core._executable_cache_key(str(path))[1])
-    size = entry.stat().st_size
-    entry.unlink()
-    return path, entry, size
-
-
-@pytest.mark.parametrize(
-    "bound",
-    ["1K", "1k", " 2K ", "0", "1_0M", "64M", "1G", "bogus", "-5", "1.5M", "9" * 30],
-)
-def test_the_size_bound_is_read_as_python_reads_it(
-    bound: str,
-    program: cx.Program,
-    tmp_path: Path,
-    cache: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    path, entry, size = measured_entry(program, tmp_path, cache)
-
-    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, bound)
-    native_load(path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Python warns of a bound it cannot read
-        python_stores = store.max_bytes() >= size
-    assert entry.exists() == python_stores
-    # Nothing left behind either way: no temporary files.
-    assert cache_files(cache) == ({entry} if python_stores else set())
-
-
-def test_eviction_removes_the_least_recently_used_entries_of_every_kind(
-    program: cx.Program,
-    tmp_path: Path,
-    cache: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    path, entry, size = measured_entry(program, tmp_path, cache)
-
-    now = time.time()
-
-    def put(relative: str, nbytes: int, age: float) -> Path:
-        file = cache / relative
-        file.parent.mkdir(mode=0o700, exist_ok=True)
-        file.write_bytes(b"x" * nbytes)
-        os.utime(file, (now - age, now - age))
-        return file
-
-    oldest = put("programs/a.entry", 1000, 300)
-    older = put("probes/b.entry", 1000, 200)
-    newer = put("scans/c.entry", 1000, 100)
-    stale = put("executables/.tmp-dead", 5000, 7200)  # a writer that died two hours ago
-    fresh = put("executables/.tmp-live", 5000, 10)  # one writing now
-    ignored = put("programs/notes.txt", 5000, 400)  # neither an entry nor temporary
-    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(size + 1500))
-
-    native_load(path)
-
-    everything = {p for p in cache.rglob("*") if not p.is_dir()}
-    assert everything == {entry, newer, fresh, ignored}
-    assert not (oldest.exists() or older.exists() or stale.exists())
-
-
-# ------------------------------------------------------------------ SHA-256 and JSON
-
-
-def test_sha256_is_hashlibs() -> None:
-    generator = random.Random(12)
-    for length in range(301):
-        data = generator.randbytes(length)
-        assert _core._sha256_hex(data) == hashlib.sha256(data).hexdigest(), length
-    for length in (1 << 20, 3 * (1 << 20) + 17):
-        data = generator.randbytes(length)
-        assert _core._sha256_hex(data) == hashlib.sha256(data).hexdigest(), length
-
-
-def _floats() -> list[float]:
-    generator = random.Random(7)
-    values = [0.0, -0.0, 0.1, 1e-4, 1e-5, 1.5e-7, 123.456, 1e15, 1e16, 9999999999999998.0]
-    values += [1e22, 1.7976931348623157e308, 5e-324, 2.0**-1022, time.time(), 1.0 / 3.0]
-    while len(values) < 2000:
-        (value,) = struct.unpack("<d", generator.randbytes(8))
-        if math.isfinite(value):
-            values.append(value)
-    values += [generator.uniform(-1e6, 1e6) for _ in range(500)]
-    return values
-
-
-def _documents() -> list[Any]:
-    text = 'quote " backslash \\ slash / controls \x00\x01\x1f\x7f\b\f\n\r\t é 中 😀 \u2028'
-    return [
-        {
-            "zeta": 1,
-            "alpha": [True, False, None, "", [], {}],
-            "é": "key beyond ASCII",
-            "中": {"😀": "astral key", "b": [-1, 0, 2**63 - 1, -(2**63)]},
-            "text": text,
-            "path": os.fsdecode(b"/tmp/caf\xe9/\xff\xfe"),  # a file name that is not UTF-8
-            "nested": [[[[{"deep": [1, [2, [3]]]}]]]],
-        },
-        _floats(),
-        [{"n": n, "s": str(n)} for n in range(50)],
-        "just a string",
-        -12,
-        2.5,
-        None,
-    ]
-
-
-def test_json_is_written_as_pythons_json_dumps() -> None:
-    for document in _documents():
-        wanted = json.dumps(document, sort_keys=True, separators=(",", ":"))
-        for given in (
-            wanted,
-            json.dumps(document),
-            json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False),
-        ):
-            assert _core._json_reformat(given.encode("utf-8", "surrogateescape")) == wanted
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        b"",
-        b"NaN",
-        b"[Infinity]",
-        b"[-Infinity]",
-        b'{"a": 1} x',
-        b"[01]",
-        b"[1.]",
-        b"[.5]",
-        b"[1e]",
-        b"[+1]",
-        b"[1,]",
-        b'{"a" 1}',
-        b"{'a': 1}",
-        b'"\x01"',
-        b'"\\x"',
-        b'"\\ud800"',
-        b'"\\ud800\\u0041"',
-        b"[" * 33 + b"]" * 33,
-        str(2**63).encode(),
-        b"[tru]",
-        b'"unterminated',
-    ],
-)
-def test_json_that_is_not_strict_is_refused(text: bytes) -> None:
-    assert _core._json_reformat(text) is None
-
-
-def test_json_nesting_within_the_bound_is_read() -> None:
-    text = "[" * 32 + "]" * 32
-    assert _core._json_reformat(text.encode()) == text

@@ -16,8 +16,8 @@
 #include "program/executable_cache.hpp"
 #include "program/json.hpp"
 #include "program/program_file.hpp"
-#include "program/sha256.hpp"
 #include "python/batch_buffers.hpp"
+#include "python/cache.hpp"
 #include "python/host_buffers.hpp"
 #include "python/output_memory.hpp"
 #include "runtime/batched_executable.hpp"
@@ -196,16 +196,8 @@ NB_MODULE(_core, m) {
         return out;
       },
       "platform"_a, "options"_a);
-  // Test hooks of the cache's SHA-256 and JSON, checked against hashlib and json.
-  m.def("_sha256_hex", [](nb::bytes data) {
-    return program::sha256_hex(std::string_view(data.c_str(), data.size()));
-  });
-  m.def("_json_reformat", [](nb::bytes text) -> nb::object {  // GCOVR_EXCL_LINE
-    std::optional<program::json::Value> value =
-        program::json::parse(std::string_view(text.c_str(), text.size()));
-    if (!value) return nb::none();
-    return nb::str(program::json::dump(*value).c_str());
-  });
+  // The disk cache's store, for cyxla/_cache/store.py.
+  python::bind_cache(m);
 
   nb::class_<Runtime>(m, "Runtime", "A client of one plugin, bound to its first device.")
       .def_static(
