@@ -99,8 +99,8 @@ std::optional<Descriptor> open_regular(const fs::path& path, struct stat& info) 
   }
   if (!S_ISREG(info.st_mode)) throw Damaged(where + " is not a regular file");
   call_hook("checked", path, -1);
-  std::optional<Descriptor> file(std::in_place,
-                                 ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  constexpr int kFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  std::optional<Descriptor> file(std::in_place, ::open(path.c_str(), kFlags));
   if (file->get() < 0) {
     if (errno == ENOENT) return std::nullopt;
     if (errno == ELOOP) {
@@ -118,7 +118,12 @@ std::optional<Descriptor> open_regular(const fs::path& path, struct stat& info) 
 /// The rest of the open file `fd` (`path`'s).
 std::string read_all(int fd, const fs::path& path, size_t expected) {
   std::string data;
-  data.reserve(expected);
+  try {
+    data.reserve(expected);
+  } catch (const std::exception&) {  // a file no cache entry could be
+    throw Damaged(path.string() + " is too large to read (" + std::to_string(expected) +
+                  " bytes)");
+  }
   std::array<char, 1 << 16> chunk{};
   while (true) {
     const ssize_t got = ::read(fd, chunk.data(), chunk.size());
@@ -206,8 +211,12 @@ std::string_view cyxla_version() noexcept { return CYXLA_VERSION_TEXT; }
 
 std::optional<fs::path> open_store(std::string_view kind, bool create, Warnings* warnings) {
   if (std::ranges::find(kKinds, kind) == kKinds.end()) {
+    std::string known;
+    for (const std::string_view name : kKinds) {
+      known += (known.empty() ? "" : ", ") + std::string(name);
+    }
     throw std::invalid_argument("unknown kind of cache entry '" + std::string(kind) +
-                                "'; expected one of executables, programs, probes, scans");
+                                "'; expected one of " + known);
   }
   const std::optional<fs::path> root = configured_directory(warnings);
   if (!root) return std::nullopt;
