@@ -56,15 +56,14 @@ void warn(const Warnings& warnings) {
   }
 }
 
-/// `call(&warnings)` without the GIL, then its warnings given, whether it returned or threw.
+/// `call(&warnings)`, then its warnings given, whether it returned or threw. The GIL stays
+/// held: the store reads the environment, which another thread's os.environ may be
+/// changing (getenv is not safe against setenv).
 template <class Call>
 auto warning(Call&& call) {
   Warnings warnings;
   try {
-    auto result = [&] {
-      nb::gil_scoped_release release;
-      return call(&warnings);
-    }();
+    auto result = call(&warnings);
     warn(warnings);
     return result;
   } catch (...) {
@@ -191,9 +190,7 @@ void bind_cache(nb::module_& module) {
   m.def(
       "peek",
       [](nb::bytes path) -> std::optional<std::string> {
-        const fs::path file = path_of(path);
-        nb::gil_scoped_release release;
-        std::optional<cache::json::Object> header = cache::peek(file);
+        std::optional<cache::json::Object> header = cache::peek(path_of(path));
         if (!header) return std::nullopt;
         return cache::json::dump(*header);
       },
