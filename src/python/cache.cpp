@@ -5,9 +5,9 @@
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/string_view.h>
-#include <nanobind/stl/tuple.h>
-#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <utility>
 
 #include "cache/store.hpp"
 
@@ -62,14 +62,15 @@ void warn(const Warnings& warnings) {
 template <class Call>
 auto warning(Call&& call) {
   Warnings warnings;
+  std::optional<decltype(call(&warnings))> result;
   try {
-    auto result = call(&warnings);
-    warn(warnings);
-    return result;
+    result.emplace(call(&warnings));
   } catch (...) {
     warn(warnings);  // a warning turned into an error replaces the exception
     throw;
   }
+  warn(warnings);
+  return std::move(*result);
 }
 
 fs::path path_of(const nb::bytes& path) { return fs::path(std::string(path.c_str(), path.size())); }
@@ -125,7 +126,8 @@ void bind_cache(nb::module_& module) {
   m.attr("DIRECTORY_VARIABLE") = cache::kDirectoryVariable;
   m.attr("MAX_BYTES_VARIABLE") = cache::kMaxBytesVariable;
   m.attr("DEFAULT_MAX_BYTES") = cache::kDefaultMaxBytes;
-  m.attr("CYXLA_VERSION") = cache::cyxla_version();
+  const std::string_view version = cache::cyxla_version();
+  m.attr("CYXLA_VERSION") = nb::str(version.data(), version.size());
   nb::list kinds;
   for (const std::string_view kind : cache::kKinds) kinds.append(nb::str(kind.data(), kind.size()));
   m.attr("KINDS") = nb::tuple(kinds);
