@@ -47,15 +47,6 @@ void raise(nb::handle cls, const std::exception& error) {
   PyErr_SetObject(cls.ptr(), message_text(error.what()).ptr());
 }
 
-void warn(const Warnings& warnings) {
-  if (warnings.empty()) return;
-  nb::object warn = nb::module_::import_("warnings").attr("warn");
-  for (const std::string& text : warnings) {
-    // stacklevel 2: the caller of the store.py function that called here.
-    warn(message_text("cyxla cache: " + text), nb::handle(PyExc_UserWarning), "stacklevel"_a = 2);
-  }
-}
-
 /// `call(&warnings)`, then its warnings given, whether it returned or threw. The GIL stays
 /// held: the store reads the environment, which another thread's os.environ may be
 /// changing (getenv is not safe against setenv).
@@ -66,10 +57,10 @@ auto warning(Call&& call) {
   try {
     result.emplace(call(&warnings));
   } catch (...) {
-    warn(warnings);  // a warning turned into an error replaces the exception
+    give_cache_warnings(warnings);  // a warning turned into an error replaces the exception
     throw;
   }
-  warn(warnings);
+  give_cache_warnings(warnings);
   return std::move(*result);
 }
 
@@ -92,6 +83,15 @@ cache::json::Object header_of(std::string_view text) {
 }
 
 }  // namespace
+
+void give_cache_warnings(const Warnings& warnings) {
+  if (warnings.empty()) return;
+  nb::object warn = nb::module_::import_("warnings").attr("warn");
+  for (const std::string& text : warnings) {
+    // stacklevel 2: the caller of the Python function that called the binding.
+    warn(message_text("cyxla cache: " + text), nb::handle(PyExc_UserWarning), "stacklevel"_a = 2);
+  }
+}
 
 void bind_cache(nb::module_& module) {
   nb::module_ m = module.def_submodule("_cache", "The disk cache's store (src/cache/).");
