@@ -781,6 +781,18 @@ def test_group_writable_entry_is_refused_and_replaced(cache: Path, spy: _SpyRunt
     assert stats.cache_hit
 
 
+def test_the_native_store_warns_of_an_unsafe_entry(cache: Path) -> None:
+    """The C++ store gives the warning itself (it once gave none), to every caller."""
+    path = store.write("programs", "unsafe", {}, b"x")
+    assert path is not None
+    path.chmod(0o664)
+    with (
+        pytest.warns(UserWarning, match="can be written by other users; it is not loaded"),
+        pytest.raises(store.EntryError, match="can be written by other users"),
+    ):
+        _core._cache.read("programs", "unsafe")
+
+
 def test_cache_owned_by_another_user_is_refused(cache: Path, spy: _SpyRuntime) -> None:
     program = _program()
     cx.compile_program(program)
