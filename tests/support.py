@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import textwrap
@@ -21,6 +23,56 @@ import numpy as np
 
 import cyxla as cx
 from cyxla import _core
+
+# ------------------------------------------------------------------ disk-cache entries
+
+#: An entry's prefix (src/cache/entry.hpp): magic, format version, header length, SHA-256
+#: of everything after the prefix. The tests lay entries out with these, independently of
+#: the store, to read what it wrote and to craft damaged and hostile entries.
+ENTRY_PREFIX = struct.Struct("<8sII32s")
+ENTRY_MAGIC = b"CYXLA\x00CE"
+ENTRY_FORMAT = 2
+
+
+def entry_path(cache: Path, kind: str, key: str) -> Path:
+    """Where the store keeps `key`'s entry of `kind` under the cache directory `cache`."""
+    return cache / kind / (hashlib.sha256(f"{kind}\0{key}".encode()).hexdigest() + ".entry")
+
+
+def entry_binding(kind: str, key: str, payload: bytes) -> str:
+    """The header's `binding`: SHA-256 of kind, NUL, key, NUL and payload."""
+    return hashlib.sha256(f"{kind}\0{key}\0".encode() + payload).hexdigest()
+
+
+def encode_entry(
+    header: dict[str, Any] | bytes, payload: bytes, *, version: int = ENTRY_FORMAT
+) -> bytes:
+    """An entry of these header (a dict, or the bytes to write as they are) and payload,
+    with a checksum that matches."""
+    text = header if isinstance(header, bytes) else json.dumps(header, sort_keys=True).encode()
+    digest = hashlib.sha256(text + payload).digest()
+    return ENTRY_PREFIX.pack(ENTRY_MAGIC, version, len(text), digest) + text + payload
+
+
+def split_entry(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """The header and payload of an entry's bytes, unchecked."""
+    _, _, length, _ = ENTRY_PREFIX.unpack_from(data)
+    header = json.loads(data[ENTRY_PREFIX.size : ENTRY_PREFIX.size + length])
+    return header, data[ENTRY_PREFIX.size + length :]
+
+
+@contextlib.contextmanager
+def cache_seams(
+    user: int | None = None, hook: Callable[[str, str, int], None] | None = None
+) -> Iterator[None]:
+    """The store's test seams for a while: the user id it takes as its own, and a hook it
+    calls at its stages ("checked" and "opened" in a read, "listed" in a clear)."""
+    _core._cache._set_test_seams(user, hook)
+    try:
+        yield
+    finally:
+        _core._cache._set_test_seams(None, None)
+
 
 # ------------------------------------------------------------------ subprocesses
 

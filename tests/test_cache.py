@@ -5,10 +5,10 @@ command."""
 from __future__ import annotations
 
 import collections
-import errno
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 import stat
@@ -29,14 +29,25 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _plugins
+from cyxla import _core, _plugins
 from cyxla.__main__ import main as cli
 from cyxla._cache import keys as cache_keys
 from cyxla._cache import store
 from cyxla._compile_options import compile_options
 
 from program_file_writer import pack, parts, replace_metadata
-from support import plugin_library, run_cyxla, run_python
+from support import (
+    ENTRY_MAGIC,
+    ENTRY_PREFIX,
+    cache_seams,
+    encode_entry,
+    entry_binding,
+    entry_path,
+    plugin_library,
+    run_cyxla,
+    run_python,
+    split_entry,
+)
 
 # ------------------------------------------------------------------ helpers
 
@@ -119,18 +130,15 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _payload(path: Path) -> bytes:
     data = path.read_bytes()
-    _, _, length, _ = store._PREFIX.unpack_from(data)
-    return data[store._PREFIX.size + length :]
+    _, _, length, _ = ENTRY_PREFIX.unpack_from(data)
+    return data[ENTRY_PREFIX.size + length :]
 
 
 def _rewrite_header(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     """Rewrites an entry's header with a valid checksum: a well-formed foreign entry."""
-    data = path.read_bytes()
-    _, _, length, _ = store._PREFIX.unpack_from(data)
-    header = json.loads(data[store._PREFIX.size : store._PREFIX.size + length])
-    payload = data[store._PREFIX.size + length :]
+    header, payload = split_entry(path.read_bytes())
     change(header)
-    path.write_bytes(store._encode(header, payload))
+    path.write_bytes(encode_entry(header, payload))
 
 
 #: Seconds a call may take before it counts as blocked on the cache.
@@ -151,17 +159,12 @@ def _tanh_x() -> np.ndarray:
 
 
 def _split(path: Path) -> tuple[dict[str, Any], bytes]:
-    data = path.read_bytes()
-    _, _, length, _ = store._PREFIX.unpack_from(data)
-    header = json.loads(data[store._PREFIX.size : store._PREFIX.size + length])
-    return header, data[store._PREFIX.size + length :]
+    return split_entry(path.read_bytes())
 
 
 def _write_raw(path: Path, header: bytes, payload: bytes) -> None:
     """An entry with these header bytes and a valid checksum."""
-    digest = hashlib.sha256(header + payload).digest()
-    prefix = store._PREFIX.pack(store._MAGIC, store.FORMAT_VERSION, len(header), digest)
-    path.write_bytes(prefix + header + payload)
+    path.write_bytes(encode_entry(header, payload))
 
 
 # ------------------------------------------------------------------ directory
@@ -173,6 +176,12 @@ def test_cache_directory_comes_from_the_environment(
     monkeypatch.setenv("CYXLA_CACHE_DIR", str(tmp_path / "here"))
     assert cx.CACHE_ENVIRONMENT_VARIABLE == "CYXLA_CACHE_DIR"
     assert cx.cache_directory() == tmp_path / "here"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CYXLA_CACHE_DIR", "~/tilde/")
+    assert cx.cache_directory() == tmp_path / "home" / "tilde"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CYXLA_CACHE_DIR", "relative")
+    assert cx.cache_directory() == tmp_path / "relative"  # made absolute
     for off in ("", "0", " 0 "):
         monkeypatch.setenv("CYXLA_CACHE_DIR", off)
         assert cx.cache_directory() is None
@@ -372,11 +381,11 @@ def _flip(position: int) -> Callable[[bytes], bytes]:
 _DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "empty": (lambda d: b"", "truncated (0 bytes"),
     "truncated in the prefix": (lambda d: d[:30], "truncated (30 bytes"),
-    "truncated in the header": (lambda d: d[: store._PREFIX.size + 10], "header is incomplete"),
+    "truncated in the header": (lambda d: d[: ENTRY_PREFIX.size + 10], "header is incomplete"),
     "truncated to half": (lambda d: d[: len(d) // 2], "corrupted or truncated"),
     "missing its last byte": (lambda d: d[:-1], "corrupted or truncated"),
     "bit flipped in the payload": (_flip(-100), "corrupted or truncated"),
-    "bit flipped in the header": (_flip(store._PREFIX.size + 3), "corrupted or truncated"),
+    "bit flipped in the header": (_flip(ENTRY_PREFIX.size + 3), "corrupted or truncated"),
     "bit flipped in the checksum": (_flip(20), "corrupted or truncated"),
     "bit flipped in the magic": (_flip(1), "not a cyxla cache entry"),
     "another format version": (
@@ -464,8 +473,8 @@ def _with_payload(entry: Path, change: Callable[[bytes], bytes]) -> None:
     header, payload = _split(entry)
     payload = change(payload)
     header["payload_length"] = len(payload)
-    header["binding"] = store.binding(header["kind"], header["key"], payload)
-    entry.write_bytes(store._encode(header, payload))
+    header["binding"] = entry_binding(header["kind"], header["key"], payload)
+    entry.write_bytes(encode_entry(header, payload))
 
 
 #: Program-entry payloads that the store hands on and the program-file reader refuses
@@ -593,17 +602,18 @@ def test_clear_skips_a_directory_named_like_an_entry(
         assert store.clear() == (0, 0)
 
 
-def test_clear_skips_an_entry_removed_meanwhile(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_clear_skips_an_entry_removed_meanwhile(cache: Path) -> None:
     """Another process's clear may remove an entry between the listing and the unlink."""
     cx.store_lowered("kept", _tanh_program())
-    listed = list(store.entries())
+    listed = store.entries()
     (entry,) = _entries(cache, "programs")
-    entry.unlink()  # by the other process
-    monkeypatch.setattr(store, "entries", lambda: listed)
     others = [item for item in listed if item.path != entry]  # a scan's, say
-    with warnings.catch_warnings():
+
+    def remove(stage: str, name: str, fd: int) -> None:
+        if stage == "listed":
+            entry.unlink()  # by the other process
+
+    with warnings.catch_warnings(), cache_seams(hook=remove):
         warnings.simplefilter("error")
         assert store.clear() == (len(others), sum(item.size for item in others))
     assert not any(item.path.exists() for item in listed)
@@ -617,31 +627,35 @@ def test_a_missing_entry_in_an_existing_store_is_a_miss(cache: Path) -> None:
 
 @pytest.mark.parametrize("swapped_in", ["a directory", "a symbolic link"])
 def test_an_entry_swapped_after_its_check_is_refused(
-    cache: Path, monkeypatch: pytest.MonkeyPatch, swapped_in: str
+    cache: Path, tmp_path: Path, swapped_in: str
 ) -> None:
     """What is opened is checked again: a directory swapped in between the check of the
     path and the open is refused by fstat (and its descriptor closed), a symbolic link by
     the open itself (O_NOFOLLOW)."""
     path = store.write("programs", "swapped", {}, b"x")
     assert path is not None
-    real_open, opened = os.open, []
+    elsewhere = tmp_path / "elsewhere.entry"
+    opened: list[int] = []
 
-    def open_swapped(name: Any, flags: int, *args: Any) -> int:
-        if Path(name) != path:
-            return real_open(name, flags, *args)
-        if swapped_in == "a symbolic link":
-            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(name))
-        opened.append(real_open(cache, os.O_RDONLY))
-        return opened[-1]
+    def swap(stage: str, name: str, fd: int) -> None:
+        if stage == "checked" and Path(name) == path:
+            path.rename(elsewhere)
+            if swapped_in == "a directory":
+                path.mkdir()
+            else:
+                path.symlink_to(elsewhere)
+        elif stage == "opened":
+            opened.append(fd)
 
     message = "is not a regular file" if swapped_in == "a directory" else "cannot open .*swapped"
-    with monkeypatch.context() as patched:
-        patched.setattr(os, "open", open_swapped)
-        with pytest.raises(store.EntryError, match=message):
-            store.read("programs", "swapped")
+    with cache_seams(hook=swap), pytest.raises(store.EntryError, match=message):
+        store.read("programs", "swapped")
+    assert len(opened) == (1 if swapped_in == "a directory" else 0)
     for descriptor in opened:
         with pytest.raises(OSError):
             os.fstat(descriptor)  # closed
+    path.rmdir() if swapped_in == "a directory" else path.unlink()
+    elsewhere.rename(path)
     assert store.read("programs", "swapped") is not None
 
 
@@ -653,7 +667,7 @@ def _move(source: Path, target: Path, key: str) -> None:
     what a naive copy under another key looks like."""
     header, payload = _split(source)
     header["key"] = key
-    target.write_bytes(store._encode(header, payload))
+    target.write_bytes(encode_entry(header, payload))
 
 
 def test_executable_entry_moved_to_another_key_is_a_miss(cache: Path) -> None:
@@ -679,8 +693,8 @@ def test_executable_entry_with_another_source_is_a_miss(cache: Path) -> None:
     (tripled_entry,) = [e for e in _entries(cache, "executables") if e != doubled_entry]
     header, payload = _split(doubled_entry)
     header["key"] = _split(tripled_entry)[0]["key"]
-    header["binding"] = store.binding("executables", header["key"], payload)
-    tripled_entry.write_bytes(store._encode(header, payload))
+    header["binding"] = entry_binding("executables", header["key"], payload)
+    tripled_entry.write_bytes(encode_entry(header, payload))
     executable, stats = cx.compile_program(tripled)
     assert not stats.cache_hit
     assert stats.cache_error is not None
@@ -691,8 +705,11 @@ def test_executable_entry_with_another_source_is_a_miss(cache: Path) -> None:
 def test_lowered_entry_moved_to_another_key_is_a_miss(cache: Path) -> None:
     cx.store_lowered("doubled", _tanh_program(2.0))
     cx.store_lowered("tripled", _tanh_program(3.0))
-    directory = cache / "programs"
-    _move(store.entry_path(directory, "doubled"), store.entry_path(directory, "tripled"), "tripled")
+    _move(
+        entry_path(cache, "programs", "doubled"),
+        entry_path(cache, "programs", "tripled"),
+        "tripled",
+    )
     with pytest.warns(UserWarning, match="binding does not match"):
         assert cx.load_lowered("tripled") is None
 
@@ -701,9 +718,7 @@ def test_entries_of_an_older_format_are_a_miss(cache: Path) -> None:
     cx.store_lowered("old", _tanh_program())
     (entry,) = _entries(cache, "programs")
     header, payload = _split(entry)
-    raw = json.dumps(header).encode()
-    digest = hashlib.sha256(raw + payload).digest()
-    entry.write_bytes(store._PREFIX.pack(store._MAGIC, 1, len(raw), digest) + raw + payload)
+    entry.write_bytes(encode_entry(header, payload, version=1))
     assert store.FORMAT_VERSION >= 2
     with pytest.warns(UserWarning, match="cache format 1"):
         assert cx.load_lowered("old") is None
@@ -754,14 +769,25 @@ def test_group_writable_entry_is_refused_and_replaced(cache: Path) -> None:
     assert stats.cache_hit
 
 
+def test_the_native_store_warns_of_an_unsafe_entry(cache: Path) -> None:
+    """The C++ store gives the warning itself (it once gave none), to every caller."""
+    path = store.write("programs", "unsafe", {}, b"x")
+    assert path is not None
+    path.chmod(0o664)
+    with (
+        pytest.warns(UserWarning, match="can be written by other users; it is not loaded"),
+        pytest.raises(store.EntryError, match="can be written by other users"),
+    ):
+        _core._cache.read("programs", "unsafe")
+
+
 def test_cache_owned_by_another_user_is_refused(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     program = _program()
     cx.compile_program(program)
     # Seen from another user's process, the cache belongs to someone else.
-    monkeypatch.setattr(store, "_user", lambda: os.geteuid() + 1)
-    with pytest.warns(UserWarning, match="is owned by user"):
+    with cache_seams(user=os.geteuid() + 1), pytest.warns(UserWarning, match="is owned by user"):
         executable, stats = cx.compile_program(program)
     _check(executable)
     assert not stats.cache_hit
@@ -856,16 +882,45 @@ def test_pipe_entry_is_cleared(cache: Path, capsys: pytest.CaptureFixture[str]) 
 # ------------------------------------------------------------------ size and eviction
 
 
+_SIZES = {
+    "1000": 1000,
+    "512K": 512 << 10,
+    "1k": 1 << 10,
+    " 2K ": 2 << 10,
+    "3m": 3 << 20,
+    "64M": 64 << 20,
+    "1_0M": 10 << 20,
+    "2G": 2 << 30,
+    "0": 0,
+    "9" * 30: 2**63 - 1,  # so large that it bounds nothing
+}
+
+
 def test_max_bytes_parses_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     variable = store.MAX_BYTES_ENVIRONMENT_VARIABLE
     monkeypatch.delenv(variable, raising=False)
-    assert store.max_bytes() == 1 << 30
-    for text, value in [("1000", 1000), ("512K", 512 << 10), ("3m", 3 << 20), ("2G", 2 << 30)]:
+    assert store.max_bytes() == store.DEFAULT_MAX_BYTES == 1 << 30
+    for text, value in _SIZES.items():
         monkeypatch.setenv(variable, text)
-        assert store.max_bytes() == value
-    monkeypatch.setenv(variable, "lots")
+        assert store.max_bytes() == value, text
+    for text in ("lots", "-5", "1.5M", "K", "1__0"):
+        monkeypatch.setenv(variable, text)
+        with pytest.warns(UserWarning, match=f"{variable}='{text}' is not a size"):
+            assert store.max_bytes() == 1 << 30
+
+
+def test_a_size_bound_it_cannot_read_warns_wherever_the_store_reads_it(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The native store reads the bound (once silently replaced there): every writer warns."""
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, "lots")
     with pytest.warns(UserWarning, match="is not a size"):
-        assert store.max_bytes() == 1 << 30
+        assert _core._cache.max_bytes() == 1 << 30
+    with pytest.warns(UserWarning, match="is not a size"):
+        assert store.write("programs", "k", {}, b"x") is not None
+    with pytest.warns(UserWarning, match="is not a size"):
+        _, stats = cx.compile_program(_program())
+    assert stats.cache_error is None and len(_entries(cache)) == 1
 
 
 def test_eviction_removes_the_least_recently_used(
@@ -886,6 +941,35 @@ def test_eviction_removes_the_least_recently_used(
         "c": True,
         "d": True,
     }
+
+
+def test_eviction_weighs_every_kind_and_removes_dead_writers_files(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = store.write("executables", "new", {}, b"x" * 1000)
+    assert written is not None
+    size = written.stat().st_size
+    now = time.time()
+
+    def put(relative: str, nbytes: int, age: float) -> Path:
+        file = cache / relative
+        file.parent.mkdir(mode=0o700, exist_ok=True)
+        file.write_bytes(b"x" * nbytes)
+        os.utime(file, (now - age, now - age))
+        return file
+
+    oldest = put("programs/a.entry", 1000, 300)
+    older = put("probes/b.entry", 1000, 200)
+    newer = put("scans/c.entry", 1000, 100)
+    stale = put("executables/.tmp-dead", 5000, 7200)  # a writer that died two hours ago
+    fresh = put("executables/.tmp-live", 5000, 10)  # one writing now
+    ignored = put("programs/notes.txt", 5000, 400)  # neither an entry nor temporary
+    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(size + 1500))
+    written = store.write("executables", "new", {}, b"x" * 1000)
+
+    everything = {p for p in cache.rglob("*") if not p.is_dir()}
+    assert everything == {written, newer, fresh, ignored}
+    assert not (oldest.exists() or older.exists() or stale.exists())
 
 
 def test_compiled_entries_stay_within_the_bound(
@@ -1132,7 +1216,7 @@ def test_damaged_lowered_entry_gives_none_and_is_replaced(cache: Path) -> None:
 def test_lowered_entry_under_another_key_gives_none(cache: Path) -> None:
     cx.store_lowered("one", _program())
     (entry,) = _entries(cache, "programs")
-    target = store.entry_path(cache / "programs", "two")
+    target = entry_path(cache, "programs", "two")
     shutil.copyfile(entry, target)
     target.chmod(0o600)
     with pytest.warns(UserWarning, match="for another key"):
@@ -1203,35 +1287,33 @@ def test_cache_sizes_are_shown_in_binary_units() -> None:
 def test_default_cache_directory_on_windows_and_macos(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The store resolves each platform's default (chosen by its sys.platform name here)."""
+    directory_on = _core._cache.configured_directory
     monkeypatch.delenv("CYXLA_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("USERPROFILE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # not read on either
-    monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
-    assert cx.cache_directory() == tmp_path / "local" / "cyxla" / "Cache"
+    assert Path(directory_on("win32")) == tmp_path / "local" / "cyxla" / "Cache"
     monkeypatch.delenv("LOCALAPPDATA")
-    assert cx.cache_directory() == tmp_path / "home" / "AppData" / "Local" / "cyxla" / "Cache"
-    monkeypatch.setattr(sys, "platform", "darwin")
-    assert cx.cache_directory() == tmp_path / "home" / "Library" / "Caches" / "cyxla"
+    windows = tmp_path / "home" / "AppData" / "Local" / "cyxla" / "Cache"
+    assert Path(directory_on("win32")) == windows
+    monkeypatch.setenv("USERPROFILE", str(tmp_path / "profile"))
+    assert (
+        Path(directory_on("win32"))
+        == tmp_path / "profile" / "AppData" / "Local" / "cyxla" / "Cache"
+    )
+    assert Path(directory_on("darwin")) == tmp_path / "home" / "Library" / "Caches" / "cyxla"
+    assert Path(directory_on("linux")) == tmp_path / "xdg" / "cyxla"
+    assert directory_on() == str(cx.cache_directory())  # the host's: Linux's here
+    monkeypatch.setenv("CYXLA_CACHE_DIR", str(tmp_path / "set"))  # wins on every platform
+    assert {directory_on(p) for p in ("win32", "darwin", "linux")} == {str(tmp_path / "set")}
 
 
 def test_unknown_kind_of_entry_is_refused(cache: Path) -> None:
     with pytest.raises(ValueError, match=r"unknown kind of cache entry 'models'"):
         store.open_store("models", create=True)
     assert not cache.exists()
-
-
-def test_without_user_ids_nothing_is_refused_for_its_owner_or_mode(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where there are no user ids (Windows), modes say nothing, so nothing is refused."""
-    monkeypatch.setattr(store, "_user", lambda: None)
-    assert cx.store_lowered("windows", _program())
-    cache.chmod(0o777)
-    try:
-        assert cx.load_lowered("windows") == _program()  # no warning: none is allowed here
-    finally:
-        cache.chmod(0o700)
 
 
 def test_entry_directory_that_is_a_link_is_refused(cache: Path, tmp_path: Path) -> None:
@@ -1290,12 +1372,7 @@ def test_lowered_programs_in_a_refused_cache(cache: Path) -> None:
 
 def _reencode(path: Path, header: bytes) -> None:
     """Rewrites an entry with these header bytes and a matching checksum."""
-    data = path.read_bytes()
-    _, _, length, _ = store._PREFIX.unpack_from(data)
-    payload = data[store._PREFIX.size + length :]
-    digest = hashlib.sha256(header + payload).digest()
-    prefix = store._PREFIX.pack(store._MAGIC, store.FORMAT_VERSION, len(header), digest)
-    path.write_bytes(prefix + header + payload)
+    path.write_bytes(encode_entry(header, _payload(path)))
 
 
 def test_entry_with_an_unreadable_header_is_ignored(cache: Path) -> None:
@@ -1355,27 +1432,19 @@ def test_directory_in_place_of_an_entry(cache: Path) -> None:
     assert [p.name for p in (cache / "programs").iterdir()] == [lowered.name]
 
 
-class _FailingRead:
-    def __init__(self, file: Any) -> None:
-        self._file = file
-
-    def read(self) -> bytes:
-        raise OSError(5, "Input/output error")
-
-    def __enter__(self) -> _FailingRead:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._file.close()
-
-
-def test_entry_that_cannot_be_read_is_ignored(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entry_that_cannot_be_read_is_ignored(cache: Path, tmp_path: Path) -> None:
     cx.store_lowered("failing", _program())
-    real = os.fdopen
-    monkeypatch.setattr(os, "fdopen", lambda *a, **k: _FailingRead(real(*a, **k)))
-    with pytest.warns(UserWarning, match=r"cannot read .*Input/output error"):
-        assert cx.load_lowered("failing") is None
-    monkeypatch.setattr(os, "fdopen", real)
+    unreadable = os.open(tmp_path / "write-only", os.O_WRONLY | os.O_CREAT, 0o600)
+
+    def fail_reads(stage: str, name: str, fd: int) -> None:
+        if stage == "opened":
+            os.dup2(unreadable, fd)  # a regular file of this user, which read() refuses
+
+    try:
+        with cache_seams(hook=fail_reads), pytest.warns(UserWarning, match=r"cannot read .*"):
+            assert cx.load_lowered("failing") is None
+    finally:
+        os.close(unreadable)
     assert cx.load_lowered("failing") == _program()
 
 
@@ -1413,7 +1482,7 @@ def test_eviction_keeps_the_entry_it_just_wrote(
     monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(old.stat().st_size + 100))
     assert cx.store_lowered("new", _program(3.0))
     (kept,) = _entries(cache, "programs")
-    assert kept == store.entry_path(cache / "programs", "new")
+    assert kept == entry_path(cache, "programs", "new")
     assert cx.load_lowered("new") == _program(3.0)
 
 
@@ -1427,8 +1496,8 @@ def test_peek_shows_headers_and_tolerates_junk(cache: Path, tmp_path: Path) -> N
     cases = {
         b"short": "shorter than a prefix",
         b"x" * 100: "bad magic",
-        store._PREFIX.pack(store._MAGIC, 1, 9, b"\0" * 32) + b"{not json": "bad JSON",
-        store._PREFIX.pack(store._MAGIC, 1, 6, b"\0" * 32) + b"[1, 2]": "not an object",
+        ENTRY_PREFIX.pack(ENTRY_MAGIC, 1, 9, b"\0" * 32) + b"{not json": "bad JSON",
+        ENTRY_PREFIX.pack(ENTRY_MAGIC, 1, 6, b"\0" * 32) + b"[1, 2]": "not an object",
     }
     for data, why in cases.items():
         junk.write_bytes(data)
@@ -1528,12 +1597,10 @@ def test_cached_executable_with_other_outputs_is_not_used(cache: Path) -> None:
     (product_entry,) = _entries(cache)
     cx.compile_program(total)
     (total_entry,) = [e for e in _entries(cache) if e != product_entry]
-    data = total_entry.read_bytes()
-    _, _, length, _ = store._PREFIX.unpack_from(data)
-    header = json.loads(data[store._PREFIX.size : store._PREFIX.size + length])
+    header, _ = _split(total_entry)
     header["payload_length"] = len(_payload(product_entry))
-    header["binding"] = store.binding("executables", header["key"], _payload(product_entry))
-    total_entry.write_bytes(store._encode(header, _payload(product_entry)))
+    header["binding"] = entry_binding("executables", header["key"], _payload(product_entry))
+    total_entry.write_bytes(encode_entry(header, _payload(product_entry)))
 
     executable, stats = cx.compile_program(total)
     assert not stats.cache_hit
@@ -1580,6 +1647,122 @@ def test_cache_key_parts_of_every_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cache_keys._distribution_version(missing) is None
     assert cx.cache_key("m", distributions=[missing]) == cx.cache_key("m", distributions=[missing])
     assert cx.cache_key("m", distributions=[missing]) != cx.cache_key("m")
+
+
+# ------------------------------------------------------------------ the entry format
+
+
+def _store_fields(key: str, payload: bytes) -> dict[str, Any]:
+    return {
+        "kind": "programs",
+        "key": key,
+        "payload_length": len(payload),
+        "binding": entry_binding("programs", key, payload),
+        "cyxla_version": cx.__version__,
+    }
+
+
+def test_an_entry_laid_out_by_the_documented_format_is_read(cache: Path) -> None:
+    """Entries are FORMAT_VERSION 2 as documented: one written independently reads."""
+    store.write("programs", "other", {}, b"")  # makes the directories
+    payload = bytes(range(256)) * 3
+    header = {**_store_fields("laid out", payload), "program": {"name": "é"}}
+    entry_path(cache, "programs", "laid out").write_bytes(encode_entry(header, payload))
+    entry = store.read("programs", "laid out")
+    assert entry is not None and entry.payload == payload
+    assert entry.header["program"] == {"name": "é"}
+
+
+def test_names_and_checksums_are_sha256(cache: Path) -> None:
+    """Keys and payloads of every length the hash pads differently, against hashlib."""
+    generator = random.Random(12)
+    for length in [*range(130), 1 << 20, 3 * (1 << 20) + 17]:
+        key = generator.randbytes(min(length, 200)).hex()[:length]
+        payload = generator.randbytes(length)
+        written = store.write("programs", key, {}, payload)
+        assert written == entry_path(cache, "programs", key), length
+        data = written.read_bytes()
+        assert data[16:48] == hashlib.sha256(data[48:]).digest(), length
+        assert split_entry(data)[0]["binding"] == entry_binding("programs", key, payload)
+        written.unlink()
+
+
+def _nested_arrays(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+#: Header bytes that are not strict JSON, or not UTF-8, or nested too deep to read.
+_NOT_STRICT = [
+    b"",
+    b"NaN",
+    b"[Infinity]",
+    b"[-Infinity]",
+    b'{"a": 1} x',
+    b"[01]",
+    b"[1.]",
+    b"[.5]",
+    b"[1e]",
+    b"[+1]",
+    b"[1,]",
+    b'{"a" 1}',
+    b"{'a': 1}",
+    b'"\x01"',
+    b'"\\x"',
+    b'"\\ud800"',
+    b'"\\ud800\\u0041"',
+    b'"\xff"',
+    b'"\xc0\xaf"',  # an overlong "/"
+    b'"\xed\xa0\x80"',  # a surrogate in UTF-8
+    _nested_arrays(257),
+    str(2**63).encode(),
+    b"[tru]",
+    b'"unterminated',
+]
+
+
+@pytest.mark.parametrize("text", _NOT_STRICT)
+def test_a_header_that_is_not_strict_json_is_unreadable(cache: Path, text: bytes) -> None:
+    store.write("programs", "strict", {}, b"x")
+    entry_path(cache, "programs", "strict").write_bytes(encode_entry(text, b"x"))
+    with pytest.raises(store.EntryError, match="has an unreadable header"):
+        store.read("programs", "strict")
+
+
+def test_a_header_nested_within_the_bound_is_read(cache: Path) -> None:
+    store.write("programs", "deep", {}, b"x")
+    fields = json.dumps(_store_fields("deep", b"x"))[1:-1].encode()
+    header = b'{"deep": ' + _nested_arrays(255) + b", " + fields + b"}"  # 256 levels
+    entry_path(cache, "programs", "deep").write_bytes(encode_entry(header, b"x"))
+    entry = store.read("programs", "deep")
+    assert entry is not None and entry.header["deep"] == json.loads(_nested_arrays(255))
+
+
+def test_mutated_entries_are_read_or_refused_never_anything_else(cache: Path) -> None:
+    """A small deterministic fuzz of the reader: bytes edited, cut and inserted, with the
+    checksum recomputed half the time so that the header parser sees them too."""
+    generator = random.Random(19)
+    written = store.write("programs", "fuzzed", {"program": {"name": "f", "dims": [1, 2.5]}}, b"p")
+    assert written is not None
+    original = written.read_bytes()
+    for _ in range(2000):
+        data = bytearray(original)
+        for _ in range(generator.randint(1, 4)):
+            at = generator.randrange(len(data) + 1)
+            choice = generator.random()
+            if choice < 0.5 and at < len(data):
+                data[at] = generator.randrange(256)
+            elif choice < 0.75:
+                data[at:at] = generator.randbytes(generator.randint(1, 8))
+            else:
+                del data[at : at + generator.randint(1, 8)]
+        if generator.random() < 0.5 and len(data) >= ENTRY_PREFIX.size:
+            data[16:48] = hashlib.sha256(bytes(data[48:])).digest()
+        written.write_bytes(bytes(data))
+        try:
+            entry = store.read("programs", "fuzzed")
+        except store.EntryError:
+            continue
+        assert entry is not None and entry.header["key"] == "fuzzed"
 
 
 @pytest.fixture(autouse=True)

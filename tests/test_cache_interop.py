@@ -1,16 +1,12 @@
 """Python and the native loader (cyxla_load_program) share one disk cache: the same
 directory, keys and entry files, so a program compiled in either language is a hit in the
-other. The C++ store refuses and replaces what Python's does, bounds the cache as it does,
-and its SHA-256 and JSON are hashlib's and json's."""
+other. (The store itself, which both reach, is tested in test_cache.py.)"""
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
-import math
 import os
-import random
 import shutil
 import stat
 import struct
@@ -27,7 +23,6 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core
 from cyxla._cache import store
 from cyxla._program import donated_outputs
 
@@ -40,15 +35,18 @@ from support import (
     Input,
     ProgramSpec,
     RuntimeOptions,
+    encode_entry,
+    entry_binding,
+    entry_path,
     plugin_library,
     run_python,
+    split_entry,
     table,
 )
 
 # ------------------------------------------------------------------ helpers
 
 TESTS = Path(__file__).parent
-PREFIX = struct.Struct("<8sII32s")  # docs: magic, format version, header length, SHA-256
 
 
 def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -141,7 +139,7 @@ def expected() -> np.ndarray:
 
 
 def entry_file(cache: Path, key: str) -> Path:
-    return store.entry_path(cache / "executables", key)
+    return entry_path(cache, "executables", key)
 
 
 def loaded_entry(cache: Path, path: Path, arrays: list[np.ndarray] | None = None) -> Path:
@@ -157,19 +155,6 @@ def cache_files(cache: Path, kind: str = "executables") -> set[Path]:
     """The files of `kind` in the cache (Python's start-up may store entries of others)."""
     directory = cache / kind
     return set(directory.iterdir()) if directory.is_dir() else set()
-
-
-def split(data: bytes) -> tuple[dict[str, Any], bytes]:
-    """An entry's header and payload, read from the layout in the store's docstring."""
-    _, _, length, _ = PREFIX.unpack_from(data)
-    return json.loads(data[PREFIX.size : PREFIX.size + length]), data[PREFIX.size + length :]
-
-
-def join(header: dict[str, Any], payload: bytes) -> bytes:
-    """An entry of `header` and `payload` with a checksum that matches."""
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    digest = hashlib.sha256(text + payload).digest()
-    return PREFIX.pack(b"CYXLA\x00CE", store.FORMAT_VERSION, len(text), digest) + text + payload
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +231,7 @@ def test_a_program_the_native_loader_compiled_is_a_hit_for_python(
     child = native_child(path, cache)
     np.testing.assert_allclose(np.reshape(child["out"], (4, 8)), expected(), rtol=1e-6)
     (entry,) = cache_files(cache)
-    header, payload = split(entry.read_bytes())
+    header, payload = split_entry(entry.read_bytes())
     assert (header["name"], header["platform"]) == ("mlp", "cpu")
     assert header["cyxla_version"] == cx.__version__
     assert header["payload_length"] == len(payload)
@@ -316,21 +301,21 @@ def _truncate(entry: Path, **_: Any) -> None:
 
 
 def _rebind(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
-    header["binding"] = store.binding("executables", "another key", payload)
-    entry.write_bytes(join(header, payload))
+    header, payload = split_entry(entry.read_bytes())
+    header["binding"] = entry_binding("executables", "another key", payload)
+    entry.write_bytes(encode_entry(header, payload))
 
 
 def _another_version(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
+    header, payload = split_entry(entry.read_bytes())
     header["cyxla_version"] = "0.0.1+another"
-    entry.write_bytes(join(header, payload))
+    entry.write_bytes(encode_entry(header, payload))
 
 
 def _another_programs_digest(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
+    header, payload = split_entry(entry.read_bytes())
     header["program"] = "0" * 64  # the digest of another program's StableHLO and options
-    entry.write_bytes(join(header, payload))
+    entry.write_bytes(encode_entry(header, payload))
 
 
 def _bad_magic(entry: Path, **_: Any) -> None:
@@ -350,9 +335,9 @@ def _header_beyond_the_entry(entry: Path, **_: Any) -> None:
 
 
 def _wrong_payload_length(entry: Path, **_: Any) -> None:
-    header, payload = split(entry.read_bytes())
+    header, payload = split_entry(entry.read_bytes())
     header["payload_length"] += 1
-    entry.write_bytes(join(header, payload))
+    entry.write_bytes(encode_entry(header, payload))
 
 
 def _another_users_entry(entry: Path, **_: Any) -> None:
@@ -428,7 +413,7 @@ def test_a_damaged_entry_is_a_miss_and_is_replaced(
     mlp_program(rows=2).save(other_path)
     other = loaded_entry(cache, other_path, inputs(rows=2))  # the other key's entry
     entry = loaded_entry(cache, path)
-    key = split(entry.read_bytes())[0]["key"]
+    key = split_entry(entry.read_bytes())[0]["key"]
     elsewhere = tmp_path / "elsewhere.entry"
 
     DAMAGES[damage](entry, other=other, elsewhere=elsewhere)
@@ -449,250 +434,3 @@ def test_a_damaged_entry_is_a_miss_and_is_replaced(
     if damage == "symlinked entry":
         assert elsewhere.is_file() and not elsewhere.is_symlink()  # the target untouched
     assert {p.name for p in (cache / "executables").iterdir()} == {entry.name, other.name}
-
-
-def test_an_unsafe_directory_turns_the_cache_off(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    entry = loaded_entry(cache, path)
-    key = split(entry.read_bytes())[0]["key"]
-    long_ago = time.time() - 100_000
-    os.utime(entry, (long_ago, long_ago))
-    before, contents = entry.stat(), entry.read_bytes()
-    for directory in (cache / "executables", cache):
-        directory.chmod(0o770)
-        with (
-            pytest.warns(UserWarning, match="can be written by other users"),
-            pytest.raises(store.CacheRefusedError),
-        ):
-            store.read("executables", key)  # Python refuses it
-        native_load(path)  # compiled, and nothing read or written
-        after = entry.stat()
-        assert (after.st_ino, after.st_mtime) == (before.st_ino, before.st_mtime)
-        assert entry.read_bytes() == contents
-        assert cache_files(cache) == {entry}
-        directory.chmod(0o700)
-
-
-def test_a_symlinked_kind_directory_turns_the_cache_off(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir(mode=0o700)
-    cache.mkdir(mode=0o700)
-    (cache / "executables").symlink_to(elsewhere)
-    native_load(path)
-    assert list(elsewhere.iterdir()) == []
-
-
-def test_a_cache_of_another_user_turns_the_cache_off(
-    program: cx.Program, tmp_path: Path, cache: Path
-) -> None:
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    cache.mkdir(mode=0o700)
-    _give_away(cache)
-    native_load(path)
-    assert list(cache.iterdir()) == []
-
-
-#: Settings of the cache's place, and where the entries go then (None: the cache is off).
-_PLACES: dict[str, tuple[dict[str, str], str | None]] = {
-    "~ in CYXLA_CACHE_DIR": ({"CYXLA_CACHE_DIR": "~/tilde"}, "home/tilde"),
-    "~ of a user that does not exist": ({"CYXLA_CACHE_DIR": "~nosuchuser4242/c"}, None),
-    "XDG_CACHE_HOME": ({"XDG_CACHE_HOME": "{tmp}/xdg"}, "xdg/cyxla"),
-    "a relative XDG_CACHE_HOME": ({"XDG_CACHE_HOME": "relative"}, "home/.cache/cyxla"),
-    "neither": ({}, "home/.cache/cyxla"),
-    "a directory under a file": ({"CYXLA_CACHE_DIR": "{tmp}/file/cache"}, None),
-}
-
-
-@pytest.mark.parametrize("place", list(_PLACES))
-def test_the_cache_is_where_python_puts_it(
-    place: str, program: cx.Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings, expected_place = _PLACES[place]
-    (tmp_path / "home").mkdir()
-    (tmp_path / "file").write_bytes(b"")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.delenv(store.CACHE_ENVIRONMENT_VARIABLE, raising=False)
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    for name, value in settings.items():
-        monkeypatch.setenv(name, value.format(tmp=tmp_path))
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    native_load(path)
-    entries = list(tmp_path.rglob("*.entry"))
-    if expected_place is None:
-        assert entries == []
-        return
-    (entry,) = entries
-    assert entry.parent == tmp_path / expected_place / "executables"
-    key = split(entry.read_bytes())[0]["key"]
-    assert store.cache_directory() == tmp_path / expected_place  # Python's place too
-    assert store.read("executables", key) is not None
-
-
-# ------------------------------------------------------------------ the size bound
-
-
-def measured_entry(program: cx.Program, tmp_path: Path, cache: Path) -> tuple[Path, Path, int]:
-    """`program` saved to a file, the entry the native loader makes of it and that entry's
-    size, the entry removed again."""
-    path = tmp_path / "mlp.cyxla"
-    program.save(path)
-    entry = loaded_entry(cache, path)
-    size = entry.stat().st_size
-    entry.unlink()
-    return path, entry, size
-
-
-@pytest.mark.parametrize(
-    "bound",
-    ["1K", "1k", " 2K ", "0", "1_0M", "64M", "1G", "bogus", "-5", "1.5M", "9" * 30],
-)
-def test_the_size_bound_is_read_as_python_reads_it(
-    bound: str,
-    program: cx.Program,
-    tmp_path: Path,
-    cache: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    path, entry, size = measured_entry(program, tmp_path, cache)
-
-    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, bound)
-    native_load(path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Python warns of a bound it cannot read
-        python_stores = store.max_bytes() >= size
-    assert entry.exists() == python_stores
-    # Nothing left behind either way: no temporary files.
-    assert cache_files(cache) == ({entry} if python_stores else set())
-
-
-def test_eviction_removes_the_least_recently_used_entries_of_every_kind(
-    program: cx.Program,
-    tmp_path: Path,
-    cache: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    path, entry, size = measured_entry(program, tmp_path, cache)
-
-    now = time.time()
-
-    def put(relative: str, nbytes: int, age: float) -> Path:
-        file = cache / relative
-        file.parent.mkdir(mode=0o700, exist_ok=True)
-        file.write_bytes(b"x" * nbytes)
-        os.utime(file, (now - age, now - age))
-        return file
-
-    oldest = put("programs/a.entry", 1000, 300)
-    older = put("probes/b.entry", 1000, 200)
-    newer = put("scans/c.entry", 1000, 100)
-    stale = put("executables/.tmp-dead", 5000, 7200)  # a writer that died two hours ago
-    fresh = put("executables/.tmp-live", 5000, 10)  # one writing now
-    ignored = put("programs/notes.txt", 5000, 400)  # neither an entry nor temporary
-    monkeypatch.setenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, str(size + 1500))
-
-    native_load(path)
-
-    everything = {p for p in cache.rglob("*") if not p.is_dir()}
-    assert everything == {entry, newer, fresh, ignored}
-    assert not (oldest.exists() or older.exists() or stale.exists())
-
-
-# ------------------------------------------------------------------ SHA-256 and JSON
-
-
-def test_sha256_is_hashlibs() -> None:
-    generator = random.Random(12)
-    for length in range(301):
-        data = generator.randbytes(length)
-        assert _core._sha256_hex(data) == hashlib.sha256(data).hexdigest(), length
-    for length in (1 << 20, 3 * (1 << 20) + 17):
-        data = generator.randbytes(length)
-        assert _core._sha256_hex(data) == hashlib.sha256(data).hexdigest(), length
-
-
-def _floats() -> list[float]:
-    generator = random.Random(7)
-    values = [0.0, -0.0, 0.1, 1e-4, 1e-5, 1.5e-7, 123.456, 1e15, 1e16, 9999999999999998.0]
-    values += [1e22, 1.7976931348623157e308, 5e-324, 2.0**-1022, time.time(), 1.0 / 3.0]
-    while len(values) < 2000:
-        (value,) = struct.unpack("<d", generator.randbytes(8))
-        if math.isfinite(value):
-            values.append(value)
-    values += [generator.uniform(-1e6, 1e6) for _ in range(500)]
-    return values
-
-
-def _documents() -> list[Any]:
-    text = 'quote " backslash \\ slash / controls \x00\x01\x1f\x7f\b\f\n\r\t é 中 😀 \u2028'
-    return [
-        {
-            "zeta": 1,
-            "alpha": [True, False, None, "", [], {}],
-            "é": "key beyond ASCII",
-            "中": {"😀": "astral key", "b": [-1, 0, 2**63 - 1, -(2**63)]},
-            "text": text,
-            "path": os.fsdecode(b"/tmp/caf\xe9/\xff\xfe"),  # a file name that is not UTF-8
-            "nested": [[[[{"deep": [1, [2, [3]]]}]]]],
-        },
-        _floats(),
-        [{"n": n, "s": str(n)} for n in range(50)],
-        "just a string",
-        -12,
-        2.5,
-        None,
-    ]
-
-
-def test_json_is_written_as_pythons_json_dumps() -> None:
-    for document in _documents():
-        wanted = json.dumps(document, sort_keys=True, separators=(",", ":"))
-        for given in (
-            wanted,
-            json.dumps(document),
-            json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False),
-        ):
-            assert _core._json_reformat(given.encode("utf-8", "surrogateescape")) == wanted
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        b"",
-        b"NaN",
-        b"[Infinity]",
-        b"[-Infinity]",
-        b'{"a": 1} x',
-        b"[01]",
-        b"[1.]",
-        b"[.5]",
-        b"[1e]",
-        b"[+1]",
-        b"[1,]",
-        b'{"a" 1}',
-        b"{'a': 1}",
-        b'"\x01"',
-        b'"\\x"',
-        b'"\\ud800"',
-        b'"\\ud800\\u0041"',
-        b"[" * 33 + b"]" * 33,
-        str(2**63).encode(),
-        b"[tru]",
-        b'"unterminated',
-    ],
-)
-def test_json_that_is_not_strict_is_refused(text: bytes) -> None:
-    assert _core._json_reformat(text) is None
-
-
-def test_json_nesting_within_the_bound_is_read() -> None:
-    text = "[" * 32 + "]" * 32
-    assert _core._json_reformat(text.encode()) == text

@@ -12,7 +12,8 @@
 #include <variant>
 
 #include "common/error.hpp"
-#include "program/disk_cache.hpp"
+#include "cache/settings.hpp"
+#include "cache/store.hpp"
 #include "program/sha256.hpp"
 #include "runtime/runtime.hpp"
 
@@ -75,7 +76,7 @@ const std::pair<std::string, std::string>& host_identity() {
       if (!line.starts_with("flags") && !line.starts_with("Features")) continue;
       const size_t colon = line.find(':');
       if (colon != std::string::npos) {
-        features = disk_cache::strip(std::string_view(line).substr(colon + 1));
+        features = cache::strip(std::string_view(line).substr(colon + 1));
       }
       break;
     }
@@ -134,7 +135,7 @@ ExecutableKey executable_key(const ProgramFile& program, const Runtime& runtime)
     key.field("client_option", name).field(tag, text);
   }
   const auto& [machine, features] = host_identity();
-  key.field("cyxla", disk_cache::cyxla_version())
+  key.field("cyxla", cache::cyxla_version())
       .field("machine", machine)
       .field("cpu_features", features);
   return {program_digest, key.hexdigest()};

@@ -10,10 +10,11 @@
 namespace cyxla::program::json {
 namespace {
 
+/// `unit` (below 0x10000) as \uXXXX.
 void append_escape(std::string& out, uint32_t unit) {
-  std::array<char, 8> text{};
-  std::snprintf(text.data(), text.size(), "\\u%04x", unit);
-  out += text.data();
+  constexpr std::string_view kDigits = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += kDigits[unit >> shift & 0xFu];
 }
 
 /// The code point of the UTF-8 sequence at `text[i]` and its length, or nothing when the
@@ -291,6 +292,13 @@ class Reader {
       const char c = text_[at_++];
       if (c == '"') return out;
       if (static_cast<unsigned char>(c) < 0x20) return std::nullopt;  // strict: no controls
+      if (static_cast<unsigned char>(c) >= 0x80) {  // strict: UTF-8 only
+        const auto decoded = decode_utf8(text_, at_ - 1);
+        if (!decoded) return std::nullopt;
+        out.append(text_.substr(at_ - 1, decoded->second));
+        at_ += decoded->second - 1;
+        continue;
+      }
       if (c != '\\') {
         out += c;
         continue;

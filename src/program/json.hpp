@@ -1,6 +1,7 @@
-// The JSON of the disk cache: documents written exactly as Python's
-// json.dumps(value, sort_keys=True, separators=(",", ":")) writes them, so that keys
-// hashed from them are Python's, and a strict reader for entry headers.
+// The JSON of the disk cache: a strict reader of entry headers (UTF-8, no NaN or
+// Infinity, nesting bounded), and a writer that writes documents exactly as Python's
+// json.dumps(value, sort_keys=True, separators=(",", ":")) does, which only the
+// executable key's hash of its source document still needs.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,7 @@ std::string dump(const Value& value);
 /// repr(x) of a Python float: the shortest text that reads back as `x`.
 std::string float_repr(double x);
 
-/// Parses one JSON document; nothing when it is not strict JSON (no NaN or Infinity,
+/// Parses one JSON document; nothing when it is not strict JSON (UTF-8, no NaN or Infinity,
 /// integers within int64, nesting at most `max_depth` deep, nothing after the value).
 std::optional<Value> parse(std::string_view text, int max_depth = 32);
 

@@ -7,7 +7,8 @@
 #include <utility>
 
 #include "pjrt/ffi.hpp"
-#include "program/disk_cache.hpp"
+#include "cache/settings.hpp"
+#include "cache/store.hpp"
 #include "program/executable_key.hpp"
 #include "program/sha256.hpp"
 #include "runtime/executable.hpp"
@@ -182,10 +183,10 @@ std::optional<HloSignature> recorded_signature(const json::Value* recorded) {
 /// The cached executable of `key`, or null with `compiled.cache_error` saying why not.
 std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& program,
                                    const Origin& origin, const ExecutableKey& key,
-                                   Compiled& compiled) {
-  std::optional<disk_cache::Entry> entry;
+                                   Compiled& compiled, cache::Warnings* warnings) {
+  std::optional<cache::Entry> entry;
   try {
-    entry = disk_cache::read(kKind, key.key);
+    entry = cache::read(kKind, key.key, warnings);
   } catch (const std::exception& e) {  // damaged, foreign or unsafe: compiled and replaced
     compiled.cache_error = e.what();
     return nullptr;
@@ -225,8 +226,8 @@ std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& pr
 /// Why `executable`, whose plugin reported `signature`, could not be stored under `key`,
 /// or "" once it is.
 std::string store(const ProgramFile& program, const ExecutableKey& key,
-                  const Executable& executable,
-                  const std::optional<HloSignature>& signature) noexcept {
+                  const Executable& executable, const std::optional<HloSignature>& signature,
+                  cache::Warnings* warnings) noexcept {
   try {
     json::Object header{
         {"name", program.name},
@@ -235,7 +236,7 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
         {"signature", record(signature)},
         {"fingerprint", hex(executable.fingerprint())},
     };
-    disk_cache::write(kKind, key.key, std::move(header), executable.serialize());
+    cache::write(kKind, key.key, std::move(header), executable.serialize(), warnings);
     return "";
   } catch (const std::exception& e) {  // the program runs anyway; the next load compiles
     return std::string("could not store the executable: ") + e.what();
@@ -245,18 +246,18 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
 }  // namespace
 
 Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
-                         const Origin& origin) {
+                         const Origin& origin, cache::Warnings* warnings) {
   check_platform(runtime, program, origin);
   if (origin.refuse_unregistered_targets) check_custom_calls(runtime, program, origin);
   Compiled compiled;
   const Clock::time_point start = Clock::now();
   std::optional<ExecutableKey> key;
   try {
-    if (disk_cache::configured_directory()) key = executable_key(program, runtime);
+    if (cache::configured_directory(warnings)) key = executable_key(program, runtime);
   } catch (const std::exception& e) {  // no key to trust: compiled, not stored
     compiled.cache_error = e.what();
   }
-  if (key) compiled.executable = lookup(runtime, program, origin, *key, compiled);
+  if (key) compiled.executable = lookup(runtime, program, origin, *key, compiled, warnings);
   compiled.load_seconds = seconds_since(start);
   if (compiled.executable) {
     compiled.cache_hit = true;
@@ -269,7 +270,7 @@ Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
   compiled.executable = checked(runtime, std::move(loaded), signature, program, origin);
   if (key) {
     // A bad entry is replaced by the fresh one; both problems are reported.
-    const std::string failure = store(program, *key, *compiled.executable, signature);
+    const std::string failure = store(program, *key, *compiled.executable, signature, warnings);
     if (!failure.empty()) {
       compiled.cache_error += (compiled.cache_error.empty() ? "" : "; ") + failure;
     }

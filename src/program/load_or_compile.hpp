@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "cache/settings.hpp"
 #include "common/error.hpp"
 #include "program/program_file.hpp"
 
@@ -51,8 +52,9 @@ struct Compiled {
 /// other than the runtime's or a custom call no handler provides (InvalidArgument, see
 /// Origin::refuse_unregistered_targets), the
 /// plugin's refusal (Compile), specs that are not the compiled program's
-/// (`origin.refusal`).
+/// (`origin.refusal`). What the store warns of (an unsafe directory, an unsafe entry, a size
+/// bound it cannot read) goes to `warnings` when given.
 Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
-                         const Origin& origin);
+                         const Origin& origin, cache::Warnings* warnings = nullptr);
 
 }  // namespace cyxla::program

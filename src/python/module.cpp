@@ -18,8 +18,8 @@
 #include "program/load_or_compile.hpp"
 #include "program/json.hpp"
 #include "program/program_file.hpp"
-#include "program/sha256.hpp"
 #include "python/batch_buffers.hpp"
+#include "python/cache.hpp"
 #include "python/host_buffers.hpp"
 #include "python/output_memory.hpp"
 #include "runtime/batched_executable.hpp"
@@ -319,10 +319,15 @@ NB_MODULE(_core, m) {
         if (claimed) program.donated_outputs = std::move(*donated_outputs);
         const program::Origin origin{source, ErrorKind::InvalidArgument, claimed, false};
         program::Compiled compiled;
-        {
+        cache::Warnings warnings;
+        try {
           nb::gil_scoped_release release;
-          compiled = program::load_or_compile(runtime, program, origin);
+          compiled = program::load_or_compile(runtime, program, origin, &warnings);
+        } catch (...) {
+          python::give_cache_warnings(warnings);
+          throw;
         }
+        python::give_cache_warnings(warnings);
         return nb::make_tuple(compiled.executable, compiled.cache_hit, compiled.compile_seconds,
                               compiled.load_seconds, compiled.cache_error);
       },
@@ -352,16 +357,8 @@ NB_MODULE(_core, m) {
       "plugin"_a,
       "(canonical path, size, mtime_ns) of the plugin's library, as the disk cache's key "
       "holds them.");
-  // Test hooks of the cache's SHA-256 and JSON, checked against hashlib and json.
-  m.def("_sha256_hex", [](nb::bytes data) {
-    return program::sha256_hex(std::string_view(data.c_str(), data.size()));
-  });
-  m.def("_json_reformat", [](nb::bytes text) -> nb::object {  // GCOVR_EXCL_LINE
-    std::optional<program::json::Value> value =
-        program::json::parse(std::string_view(text.c_str(), text.size()));
-    if (!value) return nb::none();
-    return nb::str(program::json::dump(*value).c_str());
-  });
+  // The disk cache's store, for cyxla/_cache/store.py.
+  python::bind_cache(m);
 
   nb::class_<Runtime>(m, "Runtime", "A client of one plugin, bound to its first device.")
       .def_static(
