@@ -1,4 +1,4 @@
-// Writing JSON as Python's json module does, and reading it strictly.
+// Writing JSON, and reading it strictly.
 #include "program/json.hpp"
 
 #include <array>
@@ -74,16 +74,22 @@ void dump_string(std::string& out, std::string_view text) {
       ++i;
       continue;
     }
-    const auto [code, length] = *decoded;
-    if (code >= 0x10000) {
-      append_escape(out, 0xD800u + ((code - 0x10000) >> 10));
-      append_escape(out, 0xDC00u + ((code - 0x10000) & 0x3FFu));
-    } else {
-      append_escape(out, code);
-    }
-    i += length;
+    out.append(text.substr(i, decoded->second));  // UTF-8 as it is
+    i += decoded->second;
   }
   out += '"';
+}
+
+/// The shortest text that reads back as `x`, with a fraction or an exponent so that it
+/// reads back as a float; null for what JSON has no number for (the reader refuses
+/// NaN and Infinity).
+std::string number_text(double x) {
+  if (!std::isfinite(x)) return "null";
+  std::array<char, 32> text{};
+  const auto end = std::to_chars(text.data(), text.data() + text.size(), x).ptr;
+  std::string out(text.data(), end);
+  if (out.find_first_of(".e") == std::string::npos) out += ".0";
+  return out;
 }
 
 void dump_to(std::string& out, const Value& value) {
@@ -96,14 +102,7 @@ void dump_to(std::string& out, const Value& value) {
         } else if constexpr (std::is_same_v<T, int64_t>) {
           out += std::to_string(v);
         } else if constexpr (std::is_same_v<T, double>) {
-          // json.dumps writes float.__repr__, and these words for what JSON lacks.
-          if (std::isnan(v)) {
-            out += "NaN";
-          } else if (std::isinf(v)) {
-            out += v > 0 ? "Infinity" : "-Infinity";
-          } else {
-            out += float_repr(v);
-          }
+          out += number_text(v);
         } else if constexpr (std::is_same_v<T, std::string>) {
           dump_string(out, v);
         } else if constexpr (std::is_same_v<T, Array>) {
@@ -371,50 +370,6 @@ const Value* Value::find(std::string_view name) const {
   if (object == nullptr) return nullptr;
   const auto it = object->find(name);
   return it == object->end() ? nullptr : &it->second;
-}
-
-std::string float_repr(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  // The shortest digits that read back as x, then Python's layout of them: positional
-  // for exponents from -5 to 15, else d.ddde+XX.
-  std::array<char, 64> text{};
-  const auto [end, error] =
-      std::to_chars(text.data(), text.data() + text.size(), x, std::chars_format::scientific);
-  std::string_view scientific(text.data(), static_cast<size_t>(end - text.data()));
-  std::string out;
-  if (scientific.front() == '-') {
-    out += '-';
-    scientific.remove_prefix(1);
-  }
-  const size_t e = scientific.find('e');
-  std::string digits;
-  for (const char c : scientific.substr(0, e)) {
-    if (c != '.') digits += c;
-  }
-  int exponent = 0;
-  std::string_view exponent_text = scientific.substr(e + 1);
-  if (exponent_text.front() == '+') exponent_text.remove_prefix(1);
-  std::from_chars(exponent_text.data(), exponent_text.data() + exponent_text.size(), exponent);
-  const int point = exponent + 1;  // digits before the decimal point
-  const int count = static_cast<int>(digits.size());
-  if (point > -4 && point <= 16) {
-    if (point <= 0) {
-      out.append("0.").append(static_cast<size_t>(-point), '0').append(digits);
-    } else if (point >= count) {
-      out.append(digits).append(static_cast<size_t>(point - count), '0').append(".0");
-    } else {
-      out.append(digits, 0, static_cast<size_t>(point)).append(".").append(
-          digits, static_cast<size_t>(point));
-    }
-    return out;
-  }
-  out += digits.front();
-  if (count > 1) out.append(".").append(digits, 1);
-  std::array<char, 16> suffix{};
-  std::snprintf(suffix.data(), suffix.size(), "e%c%02d", exponent < 0 ? '-' : '+',
-                exponent < 0 ? -exponent : exponent);
-  return out + suffix.data();
 }
 
 std::string dump(const Value& value) {

@@ -1,7 +1,5 @@
-// The JSON of the disk cache: a strict reader of entry headers (UTF-8, no NaN or
-// Infinity, nesting bounded), and a writer that writes documents exactly as Python's
-// json.dumps(value, sort_keys=True, separators=(",", ":")) does, which only the
-// executable key's hash of its source document still needs.
+// The JSON of the disk cache's entry headers: a strict reader (UTF-8, no NaN or
+// Infinity, nesting bounded) and a compact writer.
 #pragma once
 
 #include <cstdint>
@@ -44,13 +42,10 @@ struct Value {
   bool operator==(const Value&) const = default;
 };
 
-/// `value` as Python's json.dumps(value, sort_keys=True, separators=(",", ":")) writes it
-/// (ensure_ascii: non-ASCII as \uXXXX escapes; bytes that are not UTF-8 as the
-/// surrogates \udc80-\udcff, which is how Python decodes them from file names).
+/// `value` as compact JSON, object members sorted by name; UTF-8 text as it is, and bytes
+/// that are not UTF-8 as the surrogates \udc80-\udcff (how Python decodes them from file
+/// names); a float as the shortest text that reads back as it, NaN and infinities as null.
 std::string dump(const Value& value);
-
-/// repr(x) of a Python float: the shortest text that reads back as `x`.
-std::string float_repr(double x);
 
 /// Parses one JSON document; nothing when it is not strict JSON (UTF-8, no NaN or Infinity,
 /// integers within int64, nesting at most `max_depth` deep, nothing after the value).
