@@ -3,11 +3,9 @@
 // that cyxla.initialize created is the one these use (Runtime::current).
 #include "abi/standalone.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <utility>
 
-#include "pjrt/ffi.hpp"
 #include "cache/settings.hpp"
 #include "cache/store.hpp"
+#include "pjrt/ffi.hpp"
 #include "program/executable_key.hpp"
 #include "program/sha256.hpp"
 #include "runtime/executable.hpp"
