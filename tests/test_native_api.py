@@ -542,8 +542,9 @@ def test_aligned_memory_too_large_is_null(nbytes: int) -> None:
 
 
 def slow(x: jax.Array) -> jax.Array:
-    """Long enough (about a second) for other threads to act while it runs."""
-    return jax.lax.fori_loop(0, 600_000, lambda i, v: jnp.sin(v) + 1e-3, x)
+    """Long enough (about two seconds here) for other threads to act while it runs: the
+    test below needs it to run 0.8 s at least, and 600,000 steps took 0.77 s."""
+    return jax.lax.fori_loop(0, 1_500_000, lambda i, v: jnp.sin(v) + 1e-3, x)
 
 
 def test_a_release_waiting_for_calls_blocks_no_other_handle(
@@ -580,7 +581,7 @@ def test_a_release_waiting_for_calls_blocks_no_other_handle(
     table().release_spec(ctypes.byref(other))
     caller.join()
     releaser.join()
-    # The call runs for about a second after `other` was served, and the release waited
+    # The call runs for a second or more after `other` was served, and the release waited
     # for it. (Held under the registry's lock, that wait kept `other` waiting too.)
     assert done["execute"] - done["other"] > 0.5, done
     assert done["release"] - done["other"] > 0.5, done
