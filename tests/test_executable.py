@@ -128,17 +128,14 @@ def test_the_exact_execute_is_internal_and_refuses_by_returning_false(
 # ---------------------------------------------------------------- Python's Executable
 
 
-def test_executable_platform_and_an_internal_refusal() -> None:
+@pytest.mark.parametrize("refusal", [1, 2], ids=["inputs", "outputs"])
+def test_executable_platform_and_an_internal_refusal(refusal: int) -> None:
     executable, _ = cx.compile_program(cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)]))
     assert executable.platform == "cpu" == executable.program.platform
-
-    class Refusing:
-        def _execute_exact(self, *_: Any, **__: Any) -> bool:
-            return False
-
-    executable._native = Refusing()  # type: ignore[assignment]
+    # A core that refuses what run checked and converted: 1 the inputs, 2 the outputs.
+    executable._call = lambda *_: refusal  # type: ignore[assignment,method-assign]
     with pytest.raises(RuntimeError, match="the core refused arguments that run"):
-        executable.run([np.zeros(3, np.float32)])
+        executable.run([np.zeros(3, np.float32)], out=[np.zeros(3, np.float32)])
 
 
 def test_executable_repr_names_its_program_and_signature() -> None:

@@ -123,6 +123,61 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
   return true;
 }
 
+namespace {
+
+/// The items of a list or tuple, borrowed; false for any other object.
+bool items_of(nb::handle sequence, size_t& count, PyObject* (*&item)(PyObject*, Py_ssize_t)) {
+  if (PyList_Check(sequence.ptr())) {
+    item = PyList_GetItem;
+  } else if (PyTuple_Check(sequence.ptr())) {
+    item = PyTuple_GetItem;
+  } else {
+    return false;
+  }
+  count = static_cast<size_t>(PySequence_Size(sequence.ptr()));
+  return true;
+}
+
+}  // namespace
+
+CachedRun::CachedRun(std::shared_ptr<const Executable> executable)
+    : call_(std::move(executable)), ndarray_(nb::module_::import_("numpy").attr("ndarray")) {}
+
+int CachedRun::call(nb::handle inputs, nb::handle outputs, bool converted) {
+  const Executable& executable = call_.executable();
+  const auto& in_specs = executable.inputs();
+  const auto& out_specs = executable.outputs();
+  PyObject* (*in_item)(PyObject*, Py_ssize_t) = nullptr;
+  PyObject* (*out_item)(PyObject*, Py_ssize_t) = nullptr;
+  size_t n_in = 0, n_out = 0;
+  if (!items_of(outputs, n_out, out_item) || n_out != out_specs.size()) return kOutputsRefused;
+  SmallArray<BufferView> out_views(n_out);
+  SmallArray<void*> out_data(n_out);
+  auto* ndarray = reinterpret_cast<PyTypeObject*>(ndarray_.ptr());
+  for (size_t j = 0; j < n_out; ++j) {
+    nb::handle array = out_item(outputs.ptr(), static_cast<Py_ssize_t>(j));
+    if (!PyObject_TypeCheck(array.ptr(), ndarray) || !out_views[j].acquire(array, true) ||
+        !out_views[j].matches(out_specs[j], executable.output_bytes()[j], true)) {
+      return kOutputsRefused;
+    }
+    out_data[j] = out_views[j].data();
+  }
+  if (!items_of(inputs, n_in, in_item) || n_in != in_specs.size()) return kInputsRefused;
+  SmallArray<BufferView> in_views(n_in);
+  SmallArray<const void*> in_data(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    nb::handle array = in_item(inputs.ptr(), static_cast<Py_ssize_t>(i));
+    if (!in_views[i].acquire(array, false) ||
+        !in_views[i].matches(in_specs[i], executable.input_bytes()[i], converted)) {
+      return kInputsRefused;
+    }
+    in_data[i] = in_views[i].data();
+  }
+  nb::gil_scoped_release release;
+  call_.execute({in_data.data(), n_in}, {out_data.data(), n_out});
+  return kRan;
+}
+
 struct HeldViews {
   std::vector<std::unique_ptr<BufferView>> held;
 
