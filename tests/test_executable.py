@@ -331,6 +331,125 @@ def test_run_refuses_a_read_only_out(pair: cx.Executable) -> None:
         pair.run([np.zeros((2, 3), np.float32)], out=[frozen, _I32])
 
 
+# ---------------------------------------------------------------- run's kept buffers
+# run keeps the buffers of the last call's inputs (runtime/cached_call.hpp): the same
+# address again reuses them, and the plugin reads what the memory holds at that call.
+
+
+@pytest.fixture(scope="module")
+def affine() -> cx.Executable:
+    """A large output (written in place through a donated parameter) and a small one."""
+    return compile_fn(lambda x: (x * 2 + 1, jnp.sum(x)), [spec((1 << 16,), np.float32)])
+
+
+def _affine(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return tuple(np.asarray(r) for r in jax.jit(lambda x: (x * 2 + 1, jnp.sum(x)))(x))
+
+
+def _unaligned(length: int) -> np.ndarray:
+    """A float32 array 16 bytes past a 64-byte boundary: what NumPy may hand out."""
+    raw = cx.empty(4 * length + 64, np.uint8)
+    return raw[16 : 16 + 4 * length].view(np.float32)
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_run_reads_what_the_same_input_holds_at_each_call(
+    affine: cx.Executable, aligned: bool
+) -> None:
+    x = cx.zeros(1 << 16, np.float32) if aligned else _unaligned(1 << 16)
+    assert (x.ctypes.data % cx.HOST_ALIGNMENT == 0) is aligned
+    other = np.random.default_rng(2).standard_normal(1 << 16, dtype=np.float32)
+    for k in range(4):
+        x[...] = np.arange(1 << 16, dtype=np.float32) * k
+        for got, want in zip(affine.run([x]), _affine(x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        # Another array between two calls on `x`: the kept buffer is replaced, and back.
+        np.testing.assert_allclose(affine.run([other])[0], other * 2 + 1, rtol=1e-6)
+
+
+def test_run_on_memory_freed_and_reused_by_another_array(affine: cx.Executable) -> None:
+    # Arrays made and dropped in a loop often land at the address of the last one: the
+    # kept buffer then reads the new array's values.
+    rng = np.random.default_rng(3)
+    addresses = set()
+    for _ in range(8):
+        x = rng.standard_normal(1 << 16, dtype=np.float32)
+        addresses.add(x.ctypes.data)
+        for got, want in zip(affine.run([x]), _affine(x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        del x
+    assert len(addresses) < 8  # the case happened
+
+
+def test_run_writes_an_unaligned_out_with_no_new_array(affine: cx.Executable) -> None:
+    import tracemalloc
+
+    x = np.random.default_rng(4).standard_normal(1 << 16, dtype=np.float32)
+    out = [_unaligned(1 << 16), np.empty((), np.float32)]
+    assert out[0].ctypes.data % cx.HOST_ALIGNMENT != 0
+    affine.run([x], out=out)  # warm: the core's staging area is made once
+    inputs = [x + k for k in range(3)]
+    expected = [_affine(given) for given in inputs]
+    tracemalloc.start()
+    try:
+        # The instrument sees a new array of the output's size (NumPy reports its data
+        # to tracemalloc): the control.
+        start, _ = tracemalloc.get_traced_memory()
+        np.empty_like(out[0])
+        assert tracemalloc.get_traced_memory()[1] - start >= out[0].nbytes
+        tracemalloc.reset_peak()
+        start, _ = tracemalloc.get_traced_memory()
+        for given in inputs:
+            result = affine.run([given], out=out)
+            assert result[0] is out[0] and result[1] is out[1]
+        peak = tracemalloc.get_traced_memory()[1] - start
+        assert peak < out[0].nbytes // 8
+    finally:
+        tracemalloc.stop()
+    for got, want in zip(out, expected[-1], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    kept = sys.getallocatedblocks()
+    for _ in range(50):
+        affine.run([x], out=out)
+    assert sys.getallocatedblocks() - kept < 20
+
+
+def test_run_refuses_an_out_that_is_a_buffer_but_not_an_array(pair: cx.Executable) -> None:
+    # The core would write a float32 memoryview of the right shape; run takes arrays only.
+    view = memoryview(bytearray(24)).cast("f", (2, 3))
+    with pytest.raises(TypeError, match=r"out\[0\] must be a numpy.ndarray .* memoryview"):
+        pair.run([np.zeros((2, 3), np.float32)], out=[view, _I32])
+
+
+def test_run_from_threads_at_once_on_one_executable(affine: cx.Executable) -> None:
+    # One thread at a time uses the kept buffers; the others run without them.
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(1 << 16, dtype=np.float32) for _ in range(4)]
+    expected = [_affine(x) for x in inputs]
+    failures: list[str] = []
+    barrier = threading.Barrier(len(inputs))
+
+    def work(index: int) -> None:
+        x = inputs[index]
+        out = [np.empty(1 << 16, np.float32), np.empty((), np.float32)]
+        barrier.wait()
+        for _ in range(50):
+            for got, want in zip(affine.run([x]), expected[index], strict=True):
+                if not np.allclose(got, want, rtol=1e-5):
+                    failures.append(f"thread {index}: run")
+            affine.run([x], out=out)
+            for got, want in zip(out, expected[index], strict=True):
+                if not np.allclose(got, want, rtol=1e-5):
+                    failures.append(f"thread {index}: run(out=)")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
 # ---------------------------------------------------------------- the handle
 
 

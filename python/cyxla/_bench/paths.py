@@ -21,7 +21,7 @@ import numpy as np
 
 import cyxla
 from cyxla import _benchmark, _lowering
-from cyxla._abi import aligned_zeros
+from cyxla._aligned import zeros
 from cyxla._bench.programs import BenchProgram
 
 __all__ = ["FLOOR", "JIT", "PATHS", "Loop", "Path", "Setup", "applies", "path", "setup"]
@@ -87,7 +87,7 @@ def applies(path: Path, program: BenchProgram) -> bool:
 
 def aligned(array: np.ndarray) -> np.ndarray:
     """A copy of `array` in memory aligned to HOST_ALIGNMENT."""
-    copy = aligned_zeros(array.shape, array.dtype)
+    copy = zeros(array.shape, array.dtype)
     copy[...] = array
     return copy
 
