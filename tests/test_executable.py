@@ -111,6 +111,51 @@ def test_execute_on_either_path(
     assert control.fake_calls(b"PJRT_Buffer_ToHostBuffer") == to_host + expected
 
 
+@pytest.mark.parametrize("platform", [b"fake", b"cpu"])
+def test_runs_cache_keeps_only_buffers_that_alias_the_inputs(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, platform: bytes
+) -> None:
+    executable = runtime(scripted, platform).compile(b"x", b"", [(F32, [3])])
+    cached = _core._CachedRun(executable)
+    x, y = cx.zeros(3, np.float32), np.zeros(3, np.float32)
+    made = control.fake_calls(b"PJRT_Client_BufferFromHostBuffer")
+    for k in range(3):
+        x[...] = [k, k + 1, k + 2]
+        assert cached([x], [y]) == 0
+        np.testing.assert_array_equal(y, x)  # the program copies input 0: what x holds now
+    # The scripted plugin copies the host memory into its buffers, on the host too: the
+    # cache sees that the buffer does not alias x and keeps none (XLA's CPU client aliases
+    # aligned memory, and one buffer then serves every call).
+    assert control.fake_calls(b"PJRT_Client_BufferFromHostBuffer") - made == 3
+    # A failed execute, or a failed buffer for a new address, leaves the cache usable.
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    with pytest.raises(cx.PjrtError, match="PJRT_LoadedExecutable_Execute"):
+        cached([x], [y])
+    other = cx.zeros(3, np.float32)
+    control.fake_fail(b"PJRT_Client_BufferFromHostBuffer")
+    with pytest.raises(cx.PjrtError, match="PJRT_Client_BufferFromHostBuffer"):
+        cached([other], [y])
+    control.fake_fail(b"")
+    other[...] = 7.0
+    assert cached([other], [y]) == 0
+    np.testing.assert_array_equal(y, 7.0)
+    assert cached((x,), (y,)) == 0
+    np.testing.assert_array_equal(y, x)
+
+
+def test_runs_cache_says_which_side_it_refused(sin_executable: cx.Executable) -> None:
+    cached = _core._CachedRun(sin_executable._native)
+    x, y = np.zeros(3, np.float32), np.full(3, 5.0, np.float32)
+    view = memoryview(bytearray(12)).cast("f")
+    for out in ([y, y], [], y, [view], [y.astype(np.float64)], [y[::-1]], "ab"):
+        assert cached([x], out) == 2, out  # checked first, and refused by itself
+    for given in ([[0.0, 1.0, 2.0]], [x.astype(np.float64)], [x, x], x, [np.zeros(6)[::2]]):
+        assert cached(given, [y]) == 1, given
+    np.testing.assert_array_equal(y, 5.0)  # nothing ran
+    assert cached([x], [y]) == 0
+    np.testing.assert_array_equal(y, 0.0)
+
+
 def test_the_exact_execute_is_internal_and_refuses_by_returning_false(
     sin_executable: cx.Executable,
 ) -> None:

@@ -4,10 +4,26 @@
 #include <cstring>
 #include <new>
 
+#include "pjrt/plugin.hpp"
+
 #include "runtime/host_memory.hpp"
 #include "runtime/runtime.hpp"
 
 namespace cyxla {
+namespace {
+
+/// Whether `buffer` reads `data` itself rather than a copy made when it was created: only
+/// such a buffer can be kept for later calls. XLA's CPU client aliases aligned dense
+/// memory; a plugin that copies gets a new buffer on each call.
+bool aliases(const PJRT_Api* api, const pjrt::Buffer& buffer, const void* data) {
+  auto where = pjrt::make_args<PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args>();
+  where.buffer = buffer.get();
+  pjrt::check(pjrt::OwnedError(api, api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&where)),
+              "PJRT_Buffer_OpaqueDeviceMemoryDataPointer");
+  return where.device_memory_ptr == data;
+}
+
+}  // namespace
 
 CachedCall::CachedCall(std::shared_ptr<const Executable> executable)
     : executable_(std::move(executable)),
@@ -34,6 +50,7 @@ void CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
     return;
   }
   const Executable& e = *executable_;
+  const PJRT_Api* api = e.runtime().plugin().api();
   const size_t n_in = inputs_.size();
   const std::vector<size_t>& donated = e.donated_outputs();
   // The donated buffers are consumed by the call; none outlives it, nor the busy flag.
@@ -58,9 +75,9 @@ void CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
     // A kept buffer aliases its address only: it is used again when the address comes
     // back, whatever array is there now, since the plugin reads the memory when it runs.
     if (data != in.data || !in.buffer) {
-      in.data = nullptr;  // until the new buffer exists (host_buffer may throw)
+      in.data = nullptr;  // kept only once the new buffer is known to alias `data`
       in.buffer = e.host_buffer(i, data);
-      in.data = data;
+      if (aliases(api, in.buffer, data)) in.data = data;
     }
     arguments_[i] = in.buffer.get();
   }
