@@ -74,6 +74,8 @@ class Executable:
         self._out = [(s.shape, _carrier(s.dtype) or s.dtype, s.nbytes) for s in program.outputs]
         self._views = [s.dtype if _carrier(s.dtype) else None for s in program.outputs]
         self._any_view = any(d is not None for d in self._views)
+        #: Whether every output is made by NumPy (none is large enough to be recycled).
+        self._small = all(nbytes < _RECYCLED_BYTES for _, _, nbytes in self._out)
         #: run's calls: the core checks the arrays on every call (cheaply, building no
         #: text) and keeps the buffers of inputs that come back at the same address.
         self._call = _core._CachedRun(native)
@@ -128,9 +130,17 @@ class Executable:
         blocks and 256 MiB are kept for reuse): large outputs then cost no page faults
         from freshly mapped memory. Inputs that must be converted are converted into such
         memory too, which the CPU plugin reads in place.
+
+        The executable keeps what it made for the last call's inputs: a later call that
+        passes arrays at the same addresses (with new values or not) reuses it. On the
+        CPU an input or `out` array that is not 64-byte aligned costs one copy per call;
+        `cyxla.empty` and `cyxla.zeros` make arrays that cost none.
         """
         if out is None:
-            outputs = [_new_array(shape, dtype, nbytes) for shape, dtype, nbytes in self._out]
+            if self._small:
+                outputs = [np.empty(shape, dtype) for shape, dtype, _ in self._out]
+            else:
+                outputs = [_new_array(shape, dtype, nbytes) for shape, dtype, nbytes in self._out]
         else:
             outputs = out
         # The core takes arrays that are exactly the program's as they are, and refuses
