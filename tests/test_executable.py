@@ -459,6 +459,24 @@ def test_run_writes_an_unaligned_out_with_no_new_array(affine: cx.Executable) ->
     assert sys.getallocatedblocks() - kept < 20
 
 
+def test_run_checks_the_same_out_again_at_every_call(pair: cx.Executable) -> None:
+    # An array keeps its identity when its shape or flags change in place: each call
+    # checks the arrays themselves, not which objects came back.
+    x = np.zeros((2, 3), np.float32)
+    out = [np.empty((2, 3), np.float32), np.empty((), np.int32)]
+    pair.run([x], out=out)
+    out[0].shape = (3, 2)
+    with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected shape"):
+        pair.run([x], out=out)
+    out[0].shape = (2, 3)
+    out[0].flags.writeable = False
+    with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected a writeable array"):
+        pair.run([x], out=out)
+    out[0].flags.writeable = True
+    assert pair.run([x + 1], out=out)[0] is out[0]
+    np.testing.assert_array_equal(out[0], 2.0)
+
+
 def test_run_refuses_an_out_that_is_a_buffer_but_not_an_array(pair: cx.Executable) -> None:
     # The core would write a float32 memoryview of the right shape; run takes arrays only.
     view = memoryview(bytearray(24)).cast("f", (2, 3))
