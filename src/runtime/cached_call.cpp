@@ -5,7 +5,6 @@
 #include <new>
 
 #include "pjrt/plugin.hpp"
-
 #include "runtime/host_memory.hpp"
 #include "runtime/runtime.hpp"
 
