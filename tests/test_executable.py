@@ -412,6 +412,20 @@ def test_run_reads_what_the_same_input_holds_at_each_call(
         np.testing.assert_allclose(affine.run([other])[0], other * 2 + 1, rtol=1e-6)
 
 
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_run_writes_a_large_output_over_its_own_input(aligned: bool) -> None:
+    # flip reads other elements than it writes: wrong if the plugin wrote over x while
+    # reading it. The kept buffer over x is read, the result staged, then copied into x.
+    executable = compile_fn(lambda x: jnp.flip(x) * 2, [spec((1 << 16,), np.float32)])
+    x = cx.zeros(1 << 16, np.float32) if aligned else _unaligned(1 << 16)
+    x[...] = np.arange(1 << 16)
+    want = x.copy()
+    for _ in range(3):
+        assert executable.run([x], out=[x])[0] is x
+        want = np.flip(want) * 2
+        np.testing.assert_array_equal(x, want)
+
+
 def test_run_on_memory_freed_and_reused_by_another_array(affine: cx.Executable) -> None:
     # Arrays made and dropped in a loop often land at the address of the last one: the
     # kept buffer then reads the new array's values.
