@@ -125,17 +125,20 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
 
 namespace {
 
-/// The items of a list or tuple, borrowed; false for any other object.
-bool items_of(nb::handle sequence, size_t& count, PyObject* (*&item)(PyObject*, Py_ssize_t)) {
+/// The items of a list or tuple, borrowed through `get`; none for any other object.
+struct Items {
+  PyObject* (*get)(PyObject*, Py_ssize_t) = nullptr;
+  size_t count = 0;
+};
+
+Items items_of(nb::handle sequence) noexcept {
   if (PyList_Check(sequence.ptr())) {
-    item = PyList_GetItem;
-  } else if (PyTuple_Check(sequence.ptr())) {
-    item = PyTuple_GetItem;
-  } else {
-    return false;
+    return {PyList_GetItem, static_cast<size_t>(PyList_Size(sequence.ptr()))};
   }
-  count = static_cast<size_t>(PySequence_Size(sequence.ptr()));
-  return true;
+  if (PyTuple_Check(sequence.ptr())) {
+    return {PyTuple_GetItem, static_cast<size_t>(PyTuple_Size(sequence.ptr()))};
+  }
+  return {};
 }
 
 }  // namespace
@@ -147,26 +150,27 @@ int CachedRun::call(nb::handle inputs, nb::handle outputs, bool converted) {
   const Executable& executable = call_.executable();
   const auto& in_specs = executable.inputs();
   const auto& out_specs = executable.outputs();
-  PyObject* (*in_item)(PyObject*, Py_ssize_t) = nullptr;
-  PyObject* (*out_item)(PyObject*, Py_ssize_t) = nullptr;
-  size_t n_in = 0, n_out = 0;
-  if (!items_of(outputs, n_out, out_item) || n_out != out_specs.size()) return kOutputsRefused;
+  const Items out = items_of(outputs);
+  if (out.get == nullptr || out.count != out_specs.size()) return kOutputsRefused;
+  const size_t n_out = out.count;
   SmallArray<BufferView> out_views(n_out);
   SmallArray<void*> out_data(n_out);
   auto* ndarray = reinterpret_cast<PyTypeObject*>(ndarray_.ptr());
   for (size_t j = 0; j < n_out; ++j) {
-    nb::handle array = out_item(outputs.ptr(), static_cast<Py_ssize_t>(j));
+    nb::handle array = out.get(outputs.ptr(), static_cast<Py_ssize_t>(j));
     if (!PyObject_TypeCheck(array.ptr(), ndarray) || !out_views[j].acquire(array, true) ||
         !out_views[j].matches(out_specs[j], executable.output_bytes()[j], true)) {
       return kOutputsRefused;
     }
     out_data[j] = out_views[j].data();
   }
-  if (!items_of(inputs, n_in, in_item) || n_in != in_specs.size()) return kInputsRefused;
+  const Items in = items_of(inputs);
+  if (in.get == nullptr || in.count != in_specs.size()) return kInputsRefused;
+  const size_t n_in = in.count;
   SmallArray<BufferView> in_views(n_in);
   SmallArray<const void*> in_data(n_in);
   for (size_t i = 0; i < n_in; ++i) {
-    nb::handle array = in_item(inputs.ptr(), static_cast<Py_ssize_t>(i));
+    nb::handle array = in.get(inputs.ptr(), static_cast<Py_ssize_t>(i));
     if (!in_views[i].acquire(array, false) ||
         !in_views[i].matches(in_specs[i], executable.input_bytes()[i], converted)) {
       return kInputsRefused;
