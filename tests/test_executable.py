@@ -491,6 +491,20 @@ def test_run_checks_the_same_out_again_at_every_call(pair: cx.Executable) -> Non
     np.testing.assert_array_equal(out[0], 2.0)
 
 
+def test_run_with_more_arrays_than_the_core_keeps_inline() -> None:
+    # The core's per-call arrays live inline up to 16 (SmallArray), on the heap beyond.
+    count = 20
+    executable = compile_fn(
+        lambda *xs: tuple(x * (k + 1) for k, x in enumerate(xs)), [spec((3,), np.float32)] * count
+    )
+    inputs = [np.full(3, k, np.float32) for k in range(count)]
+    out = [np.empty(3, np.float32) for _ in range(count)]
+    for _ in range(2):
+        for result in (executable.run(inputs), executable.run(inputs, out=out)):
+            for k, got in enumerate(result):
+                np.testing.assert_array_equal(got, k * (k + 1))
+
+
 def test_run_refuses_an_out_that_is_a_buffer_but_not_an_array(pair: cx.Executable) -> None:
     # The core would write a float32 memoryview of the right shape; run takes arrays only.
     view = memoryview(bytearray(24)).cast("f", (2, 3))
