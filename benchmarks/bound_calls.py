@@ -37,7 +37,6 @@ import numpy as np
 
 import cyxla
 from cyxla import _benchmark, _lowering
-from cyxla._abi import aligned_zeros
 
 
 def sin3(x: jax.Array) -> jax.Array:
@@ -82,10 +81,10 @@ def loops(name: str) -> tuple[dict[str, Callable[[], float]], list[cyxla.Executa
     rng = np.random.default_rng(0)
     inputs = []
     for spec in executable.inputs:
-        array = aligned_zeros(spec.shape, spec.dtype)
+        array = cyxla.zeros(spec.shape, spec.dtype)
         array[...] = rng.standard_normal(spec.shape) * 0.1
         inputs.append(array)
-    outputs = [aligned_zeros(s.shape, s.dtype) for s in executable.outputs]
+    outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
     expected = jax.jit(function)(*inputs)
     types = [int(s.element_type) for s in executable.inputs]
     copied = _without_donated_parameters(function, specs) if name == "ew1m" else executable
@@ -101,7 +100,7 @@ def loops(name: str) -> tuple[dict[str, Callable[[], float]], list[cyxla.Executa
     }
     if name == "ew1m":
         spec = executable.outputs[0]
-        source = aligned_zeros(spec.shape, spec.dtype)
+        source = cyxla.zeros(spec.shape, spec.dtype)
 
         def copy(n: int) -> float:
             start = time.perf_counter()

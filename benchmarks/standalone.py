@@ -31,7 +31,6 @@ import numpy as np
 
 import cyxla as cx
 from cyxla import _benchmark, _plugins
-from cyxla._abi import aligned_zeros
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "standalone"
@@ -137,9 +136,9 @@ def main() -> int:
     # 1. Per call, interleaved.
     executable, _ = cx.compile_program(program)
     # Aligned like the application's HostArrays, so both read the input in place.
-    x = aligned_zeros((16, 64), np.float32)
+    x = cx.zeros((16, 64), np.float32)
     x[...] = np.fromfile(data / "inputs.f32", np.float32, count=16 * 64).reshape(16, 64)
-    y = aligned_zeros((16, 64), np.float32)
+    y = cx.zeros((16, 64), np.float32)
     standalone_ns, hosted_ns = [], []
     for _ in range(args.rounds):
         out, _ = launch([application, str(data), "--bench", str(args.calls)], env)

@@ -65,6 +65,14 @@ def test_bench_reports_every_path_of_every_program(full_run: tuple[dict[str, Any
         # Each reference's ratio to itself is 1 in every round.
         assert program["pjrt_floor"]["ratio_to_pjrt_floor"] == 1.0
         assert program["jax_jit"]["ratio_to_jax_jit"] == 1.0
+        assert program["bound_py"]["ratio_to_bound_py"] == 1.0
+        assert all(_finite_positive(program[name]["ratio_to_bound_py"]) for name in expected)
+        # The native loops' tails: per round p99 <= p99.9 <= max, so their medians too.
+        for name in expected:
+            assert ("tail_ns" in program[name]) == (name in ("native", "bound")), name
+        for name in ("native", "bound"):
+            tail = program[name]["tail_ns"]
+            assert 0 < tail["p99"] <= tail["p99_9"] <= tail["max"] <= tail["max_of_all_rounds"]
         assert _finite_positive(program["threads_speedup"])
         assert set(program["pjrt_floor_phases_ns"]) == set(report.PHASES)
         assert all(v >= 0 for v in program["pjrt_floor_phases_ns"].values())
@@ -81,6 +89,45 @@ def test_bench_table_says_which_jax_jit_is_which(
     assert table.count("the floor's steps, us per call: buffers_in") == 4
     assert table.count("memcpy of the output's bytes") == 1
     assert "ew1m: 2 * x + 1, x: f32[1048576]" in table
+
+
+def test_bench_table_shows_pythons_calls_and_the_tails(
+    full_run: tuple[dict[str, Any], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    report.print_table(full_run[0])
+    table = capsys.readouterr().out
+    assert table.count("Python's calls over a bound call from Python: run ") == 4
+    assert "run_out_aligned " in table
+    assert table.count("native per call, medians over rounds of each round's: p99 ") == 4
+    assert table.count("bound per call, medians over rounds of each round's: p99 ") == 4
+
+
+def test_a_tail_loop_reports_each_runs_percentiles_and_maximum() -> None:
+    def run(n: int, latencies: np.ndarray) -> float:
+        latencies[:] = np.arange(1, n + 1)  # 1 .. n nanoseconds
+        return float(latencies.sum()) * 1e-9
+
+    loop = paths.TailLoop(run)
+    assert loop(1000) == pytest.approx(500500e-9)
+    ((p99, p999, most),) = loop.samples
+    assert p99 == pytest.approx(np.percentile(np.arange(1, 1001), 99))
+    assert p999 == pytest.approx(np.percentile(np.arange(1, 1001), 99.9))
+    assert most == 1000.0
+    result = report.program_report(
+        "d",
+        {"pjrt_floor": "floor", "native": "n"},
+        {"pjrt_floor": 1, "native": 1},
+        {"pjrt_floor": [1.0, 1.0, 1.0], "native": [2.0, 2.0, 2.0]},
+        [1.0] * 5,
+        {"native": [(1.0, 2.0, 3.0), (2.0, 4.0, 9.0), (3.0, 5.0, 6.0)]},
+    )
+    assert result["native"]["tail_ns"] == {
+        "p99": 2.0,
+        "p99_9": 4.0,
+        "max": 6.0,
+        "max_of_all_rounds": 9.0,
+    }
+    assert "tail_ns" not in result["pjrt_floor"]
 
 
 def test_bench_plot_is_an_image(full_run: tuple[dict[str, Any], Path]) -> None:

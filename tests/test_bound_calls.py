@@ -21,7 +21,6 @@ import pytest
 
 import cyxla
 from cyxla import _benchmark, _core
-from cyxla._abi import aligned_zeros
 
 from support import (
     BUSY,
@@ -209,7 +208,7 @@ def test_bind_reports_a_failing_plugin(
     status and a message, and no bound call."""
     executable = runtime(scripted, b"cpu").compile(b"x", b"", [(F32, [3])])
     handle = _core.NativeHandle(executable)
-    x, y = aligned_zeros((3,), np.float32), np.zeros(3, np.float32)
+    x, y = cyxla.zeros((3,), np.float32), np.zeros(3, np.float32)
     x[...] = [1.0, 2.0, 3.0]
     control.fake_fail(b"PJRT_Client_BufferFromHostBuffer")
     bound, error, spec = try_bind(handle.value, x, y)
@@ -235,7 +234,7 @@ def test_a_bound_call_reports_a_failing_plugin(
     usable. On the CPU it runs on buffers made at bind, elsewhere it uploads each call."""
     executable = runtime(scripted, platform).compile(b"x", b"", [(F32, [3])])
     handle = _core.NativeHandle(executable)
-    x, y = aligned_zeros((3,), np.float32), np.zeros(3, np.float32)
+    x, y = cyxla.zeros((3,), np.float32), np.zeros(3, np.float32)
     x[...] = [1.0, 2.0, 3.0]
     bound, spec = bind(handle.value, x, y)
     table().release_spec(ctypes.byref(spec))

@@ -111,6 +111,51 @@ def test_execute_on_either_path(
     assert control.fake_calls(b"PJRT_Buffer_ToHostBuffer") == to_host + expected
 
 
+@pytest.mark.parametrize("platform", [b"fake", b"cpu"])
+def test_runs_cache_keeps_only_buffers_that_alias_the_inputs(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL, platform: bytes
+) -> None:
+    executable = runtime(scripted, platform).compile(b"x", b"", [(F32, [3])])
+    cached = _core._CachedRun(executable)
+    x, y = cx.zeros(3, np.float32), np.zeros(3, np.float32)
+    made = control.fake_calls(b"PJRT_Client_BufferFromHostBuffer")
+    for k in range(3):
+        x[...] = [k, k + 1, k + 2]
+        assert cached([x], [y]) == 0
+        np.testing.assert_array_equal(y, x)  # the program copies input 0: what x holds now
+    # The scripted plugin copies the host memory into its buffers, on the host too: the
+    # cache sees that the buffer does not alias x and keeps none (XLA's CPU client aliases
+    # aligned memory, and one buffer then serves every call).
+    assert control.fake_calls(b"PJRT_Client_BufferFromHostBuffer") - made == 3
+    # A failed execute, or a failed buffer for a new address, leaves the cache usable.
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    with pytest.raises(cx.PjrtError, match="PJRT_LoadedExecutable_Execute"):
+        cached([x], [y])
+    other = cx.zeros(3, np.float32)
+    control.fake_fail(b"PJRT_Client_BufferFromHostBuffer")
+    with pytest.raises(cx.PjrtError, match="PJRT_Client_BufferFromHostBuffer"):
+        cached([other], [y])
+    control.fake_fail(b"")
+    other[...] = 7.0
+    assert cached([other], [y]) == 0
+    np.testing.assert_array_equal(y, 7.0)
+    assert cached((x,), (y,)) == 0
+    np.testing.assert_array_equal(y, x)
+
+
+def test_runs_cache_says_which_side_it_refused(sin_executable: cx.Executable) -> None:
+    cached = _core._CachedRun(sin_executable._native)
+    x, y = np.zeros(3, np.float32), np.full(3, 5.0, np.float32)
+    view = memoryview(bytearray(12)).cast("f")
+    for out in ([y, y], [], y, [view], [y.astype(np.float64)], [y[::-1]], "ab"):
+        assert cached([x], out) == 2, out  # checked first, and refused by itself
+    for given in ([[0.0, 1.0, 2.0]], [x.astype(np.float64)], [x, x], x, [np.zeros(6)[::2]]):
+        assert cached(given, [y]) == 1, given
+    np.testing.assert_array_equal(y, 5.0)  # nothing ran
+    assert cached([x], [y]) == 0
+    np.testing.assert_array_equal(y, 0.0)
+
+
 def test_the_exact_execute_is_internal_and_refuses_by_returning_false(
     sin_executable: cx.Executable,
 ) -> None:
@@ -128,17 +173,14 @@ def test_the_exact_execute_is_internal_and_refuses_by_returning_false(
 # ---------------------------------------------------------------- Python's Executable
 
 
-def test_executable_platform_and_an_internal_refusal() -> None:
+@pytest.mark.parametrize("refusal", [1, 2], ids=["inputs", "outputs"])
+def test_executable_platform_and_an_internal_refusal(refusal: int) -> None:
     executable, _ = cx.compile_program(cx.lower(jnp.sin, [jax.ShapeDtypeStruct((3,), jnp.float32)]))
     assert executable.platform == "cpu" == executable.program.platform
-
-    class Refusing:
-        def _execute_exact(self, *_: Any, **__: Any) -> bool:
-            return False
-
-    executable._native = Refusing()  # type: ignore[assignment]
+    # A core that refuses what run checked and converted: 1 the inputs, 2 the outputs.
+    executable._call = lambda *_: refusal  # type: ignore[assignment,method-assign]
     with pytest.raises(RuntimeError, match="the core refused arguments that run"):
-        executable.run([np.zeros(3, np.float32)])
+        executable.run([np.zeros(3, np.float32)], out=[np.zeros(3, np.float32)])
 
 
 def test_executable_repr_names_its_program_and_signature() -> None:
@@ -332,6 +374,171 @@ def test_run_refuses_a_read_only_out(pair: cx.Executable) -> None:
     frozen.flags.writeable = False
     with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected a writeable array"):
         pair.run([np.zeros((2, 3), np.float32)], out=[frozen, _I32])
+
+
+# ---------------------------------------------------------------- run's kept buffers
+# run keeps the buffers of the last call's inputs (runtime/cached_call.hpp): the same
+# address again reuses them, and the plugin reads what the memory holds at that call.
+
+
+@pytest.fixture(scope="module")
+def affine() -> cx.Executable:
+    """A large output (written in place through a donated parameter) and a small one."""
+    return compile_fn(lambda x: (x * 2 + 1, jnp.sum(x)), [spec((1 << 16,), np.float32)])
+
+
+def _affine(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return tuple(np.asarray(r) for r in jax.jit(lambda x: (x * 2 + 1, jnp.sum(x)))(x))
+
+
+def _unaligned(length: int) -> np.ndarray:
+    """A float32 array 16 bytes past a 64-byte boundary: what NumPy may hand out."""
+    raw = cx.empty(4 * length + 64, np.uint8)
+    return raw[16 : 16 + 4 * length].view(np.float32)
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_run_reads_what_the_same_input_holds_at_each_call(
+    affine: cx.Executable, aligned: bool
+) -> None:
+    x = cx.zeros(1 << 16, np.float32) if aligned else _unaligned(1 << 16)
+    assert (x.ctypes.data % cx.HOST_ALIGNMENT == 0) is aligned
+    other = np.random.default_rng(2).standard_normal(1 << 16, dtype=np.float32)
+    for k in range(4):
+        x[...] = np.arange(1 << 16, dtype=np.float32) * k
+        for got, want in zip(affine.run([x]), _affine(x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        # Another array between two calls on `x`: the kept buffer is replaced, and back.
+        np.testing.assert_allclose(affine.run([other])[0], other * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_run_writes_a_large_output_over_its_own_input(aligned: bool) -> None:
+    # flip reads other elements than it writes: wrong if the plugin wrote over x while
+    # reading it. The kept buffer over x is read, the result staged, then copied into x.
+    executable = compile_fn(lambda x: jnp.flip(x) * 2, [spec((1 << 16,), np.float32)])
+    x = cx.zeros(1 << 16, np.float32) if aligned else _unaligned(1 << 16)
+    x[...] = np.arange(1 << 16)
+    want = x.copy()
+    for _ in range(3):
+        assert executable.run([x], out=[x])[0] is x
+        want = np.flip(want) * 2
+        np.testing.assert_array_equal(x, want)
+
+
+def test_run_on_memory_freed_and_reused_by_another_array(affine: cx.Executable) -> None:
+    # Arrays made and dropped in a loop often land at the address of the last one: the
+    # kept buffer then reads the new array's values.
+    rng = np.random.default_rng(3)
+    addresses = set()
+    for _ in range(8):
+        x = rng.standard_normal(1 << 16, dtype=np.float32)
+        addresses.add(x.ctypes.data)
+        for got, want in zip(affine.run([x]), _affine(x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        del x
+    assert len(addresses) < 8  # the case happened
+
+
+def test_run_writes_an_unaligned_out_with_no_new_array(affine: cx.Executable) -> None:
+    import tracemalloc
+
+    x = np.random.default_rng(4).standard_normal(1 << 16, dtype=np.float32)
+    out = [_unaligned(1 << 16), np.empty((), np.float32)]
+    assert out[0].ctypes.data % cx.HOST_ALIGNMENT != 0
+    affine.run([x], out=out)  # warm: the core's staging area is made once
+    inputs = [x + k for k in range(3)]
+    expected = [_affine(given) for given in inputs]
+    tracemalloc.start()
+    try:
+        # The instrument sees a new array of the output's size (NumPy reports its data
+        # to tracemalloc): the control.
+        start, _ = tracemalloc.get_traced_memory()
+        np.empty_like(out[0])
+        assert tracemalloc.get_traced_memory()[1] - start >= out[0].nbytes
+        tracemalloc.reset_peak()
+        start, _ = tracemalloc.get_traced_memory()
+        for given in inputs:
+            result = affine.run([given], out=out)
+            assert result[0] is out[0] and result[1] is out[1]
+        peak = tracemalloc.get_traced_memory()[1] - start
+        assert peak < out[0].nbytes // 8
+    finally:
+        tracemalloc.stop()
+    for got, want in zip(out, expected[-1], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    kept = sys.getallocatedblocks()
+    for _ in range(50):
+        affine.run([x], out=out)
+    assert sys.getallocatedblocks() - kept < 20
+
+
+def test_run_checks_the_same_out_again_at_every_call(pair: cx.Executable) -> None:
+    # An array keeps its identity when its shape or flags change in place: each call
+    # checks the arrays themselves, not which objects came back.
+    x = np.zeros((2, 3), np.float32)
+    out = [np.empty((2, 3), np.float32), np.empty((), np.int32)]
+    pair.run([x], out=out)
+    out[0].shape = (3, 2)
+    with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected shape"):
+        pair.run([x], out=out)
+    out[0].shape = (2, 3)
+    out[0].flags.writeable = False
+    with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected a writeable array"):
+        pair.run([x], out=out)
+    out[0].flags.writeable = True
+    assert pair.run([x + 1], out=out)[0] is out[0]
+    np.testing.assert_array_equal(out[0], 2.0)
+
+
+def test_run_with_more_arrays_than_the_core_keeps_inline() -> None:
+    # The core's per-call arrays live inline up to 16 (SmallArray), on the heap beyond.
+    count = 20
+    executable = compile_fn(
+        lambda *xs: tuple(x * (k + 1) for k, x in enumerate(xs)), [spec((3,), np.float32)] * count
+    )
+    inputs = [np.full(3, k, np.float32) for k in range(count)]
+    out = [np.empty(3, np.float32) for _ in range(count)]
+    for _ in range(2):
+        for result in (executable.run(inputs), executable.run(inputs, out=out)):
+            for k, got in enumerate(result):
+                np.testing.assert_array_equal(got, k * (k + 1))
+
+
+def test_run_refuses_an_out_that_is_a_buffer_but_not_an_array(pair: cx.Executable) -> None:
+    # The core would write a float32 memoryview of the right shape; run takes arrays only.
+    view = memoryview(bytearray(24)).cast("f", (2, 3))
+    with pytest.raises(TypeError, match=r"out\[0\] must be a numpy.ndarray .* memoryview"):
+        pair.run([np.zeros((2, 3), np.float32)], out=[view, _I32])
+
+
+def test_run_from_threads_at_once_on_one_executable(affine: cx.Executable) -> None:
+    # One thread at a time uses the kept buffers; the others run without them.
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(1 << 16, dtype=np.float32) for _ in range(4)]
+    expected = [_affine(x) for x in inputs]
+    failures: list[str] = []
+    barrier = threading.Barrier(len(inputs))
+
+    def work(index: int) -> None:
+        x = inputs[index]
+        out = [np.empty(1 << 16, np.float32), np.empty((), np.float32)]
+        barrier.wait()
+        for _ in range(50):
+            for got, want in zip(affine.run([x]), expected[index], strict=True):
+                if not np.allclose(got, want, rtol=1e-5):
+                    failures.append(f"thread {index}: run")
+            affine.run([x], out=out)
+            for got, want in zip(out, expected[index], strict=True):
+                if not np.allclose(got, want, rtol=1e-5):
+                    failures.append(f"thread {index}: run(out=)")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
 
 
 # ---------------------------------------------------------------- the handle

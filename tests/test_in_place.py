@@ -14,7 +14,6 @@ import pytest
 
 import cyxla
 from cyxla import _benchmark, _lowering
-from cyxla._abi import aligned_zeros
 from cyxla._lowering import IN_PLACE_MIN_BYTES
 from cyxla._program import donated_outputs
 
@@ -36,7 +35,7 @@ def compiled(function, length: int) -> cyxla.Executable:
 
 
 def data(length: int, seed: int = 0) -> np.ndarray:
-    x = aligned_zeros((length,), np.float32)
+    x = cyxla.zeros((length,), np.float32)
     x[...] = np.random.default_rng(seed).standard_normal(length)
     return x
 
@@ -69,7 +68,7 @@ def test_small_outputs_are_copied() -> None:
 def test_results_are_written_in_place_and_match_jax() -> None:
     executable = compiled(two, LARGE)
     x = data(LARGE)
-    outputs = [aligned_zeros(s.shape, s.dtype) for s in executable.outputs]
+    outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
     assert executable._native._writes_in_place([x], outputs) == [True, False, True]
     for got, want in zip(outputs, jax.jit(two)(x), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
@@ -78,7 +77,7 @@ def test_results_are_written_in_place_and_match_jax() -> None:
 def test_the_in_place_probe_takes_one_array_per_input_and_output() -> None:
     executable = compiled(two, LARGE)
     x = data(LARGE)
-    outputs = [aligned_zeros(s.shape, s.dtype) for s in executable.outputs]
+    outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
     with pytest.raises(cyxla.InvalidArgumentError, match="_writes_in_place: one array per input"):
         executable._native._writes_in_place([x, x], outputs)
     with pytest.raises(cyxla.InvalidArgumentError, match="_writes_in_place: one array per output"):
@@ -110,7 +109,7 @@ def test_run_execute_and_bound_calls_agree_with_jax() -> None:
     want = jax.jit(two)(x)
     for got, expected in zip(executable.run([x]), want, strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
-    outputs = [aligned_zeros(s.shape, s.dtype) for s in executable.outputs]
+    outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
     _benchmark.execute_loop(executable.handle, [x], outputs, 2)  # cyxla_execute
     for got, expected in zip(outputs, want, strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
@@ -146,6 +145,6 @@ def test_stored_and_cached_programs_keep_their_donated_outputs(
     x = data(LARGE, seed=4)
     for executable in (first, again):
         assert executable._native.donated_outputs == [0, 2]
-        outputs = [aligned_zeros(s.shape, s.dtype) for s in executable.outputs]
+        outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
         assert executable._native._writes_in_place([x], outputs) == [True, False, True]
         np.testing.assert_allclose(outputs[2], np.cos(x), rtol=1e-5, atol=1e-6)

@@ -195,8 +195,9 @@ def test_executables_are_freed(small_program: cx.Program, no_disk_cache: None) -
     the wrapper's reference count stands in for the native one)."""
     executable, _ = cx.compile_program(small_program)
     native = executable._native
-    # getrefcount counts its argument; the wrapper's attribute and `native` are the rest.
-    assert sys.getrefcount(native) == 3
+    # getrefcount counts its argument; the wrapper's attribute, its run's cache (which
+    # holds the native executable as a shared_ptr) and `native` are the rest.
+    assert sys.getrefcount(native) == 4
     del native
     wrapper = weakref.ref(executable)
     del executable

@@ -13,6 +13,7 @@ from cyxla._abi import (
     get_library,
     get_pkgconfig_dir,
 )
+from cyxla._aligned import empty, is_aligned, zeros
 from cyxla._backend import LoadedPlugin, initialize, library_identity
 from cyxla._batched_executable import BatchedExecutable, compile_batched
 from cyxla._batched_lowering import lower_batched
@@ -84,11 +85,13 @@ __all__ = [
     "check_abi",
     "compile_batched",
     "compile_program",
+    "empty",
     "get_cmake_dir",
     "get_include",
     "get_library",
     "get_pkgconfig_dir",
     "initialize",
+    "is_aligned",
     "library_identity",
     "load_lowered",
     "load_program",
@@ -98,6 +101,7 @@ __all__ = [
     "register_ffi_target",
     "register_jax_targets",
     "store_lowered",
+    "zeros",
 ]
 
 # The one change importing cyxla makes outside it: every later jax.ffi.register_ffi_target

@@ -4,11 +4,7 @@ libcyxla and its CMake and pkg-config files are."""
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from cyxla import _core
 from cyxla._errors import AbiVersionError
@@ -18,7 +14,6 @@ __all__ = [
     "ABI_VERSION",
     "HOST_ALIGNMENT",
     "abi_version",
-    "aligned_zeros",
     "check_abi",
     "get_cmake_dir",
     "get_include",
@@ -30,16 +25,6 @@ __all__ = [
 ABI_VERSION: int = _core.ABI_VERSION
 #: Inputs at addresses that are multiples of this are read in place on the CPU.
 HOST_ALIGNMENT: int = _core.HOST_ALIGNMENT
-
-
-def aligned_zeros(shape: Sequence[int], dtype: Any) -> np.ndarray:
-    """A zeroed array at an address that is a multiple of HOST_ALIGNMENT, which the CPU
-    reads in place."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.zeros(nbytes + HOST_ALIGNMENT, np.uint8)
-    offset = -raw.ctypes.data % HOST_ALIGNMENT
-    return raw[offset : offset + nbytes].view(dtype).reshape(tuple(shape))
 
 
 def abi_version() -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from cyxla import _core
-from cyxla._abi import aligned_zeros
+from cyxla._aligned import zeros
 from cyxla._errors import BusyError, InvalidArgumentError
 from cyxla._exact_arrays import carrier_view, exact_arrays
 from cyxla._program import TensorSpec
@@ -22,7 +22,7 @@ def _checked(
     """The arrays of `role` ("inputs" or "outputs"), checked to be exactly `specs`; new
     aligned arrays where `arrays` is None."""
     if arrays is None:
-        return [aligned_zeros(spec.shape, spec.dtype) for spec in specs]
+        return [zeros(spec.shape, spec.dtype) for spec in specs]
     return exact_arrays(
         f"bind: {role}", arrays, specs, program=program, writeable=role == "outputs"
     )

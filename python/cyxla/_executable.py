@@ -74,6 +74,11 @@ class Executable:
         self._out = [(s.shape, _carrier(s.dtype) or s.dtype, s.nbytes) for s in program.outputs]
         self._views = [s.dtype if _carrier(s.dtype) else None for s in program.outputs]
         self._any_view = any(d is not None for d in self._views)
+        #: Whether every output is made by NumPy (none is large enough to be recycled).
+        self._small = all(nbytes < _RECYCLED_BYTES for _, _, nbytes in self._out)
+        #: run's calls: the core checks the arrays on every call (cheaply, building no
+        #: text) and keeps the buffers of inputs that come back at the same address.
+        self._call = _core._CachedRun(native)
 
     @property
     def handle(self) -> int:
@@ -125,19 +130,33 @@ class Executable:
         blocks and 256 MiB are kept for reuse): large outputs then cost no page faults
         from freshly mapped memory. Inputs that must be converted are converted into such
         memory too, which the CPU plugin reads in place.
+
+        The executable keeps what it made for the last call's inputs: a later call that
+        passes arrays at the same addresses (with new values or not) reuses it. On the
+        CPU an input or `out` array that is not 64-byte aligned costs one copy per call;
+        `cyxla.empty` and `cyxla.zeros` make arrays that cost none.
         """
         if out is None:
-            outputs = [_new_array(shape, dtype, nbytes) for shape, dtype, nbytes in self._out]
+            if self._small:
+                outputs = [np.empty(shape, dtype) for shape, dtype, _ in self._out]
+            else:
+                outputs = [_new_array(shape, dtype, nbytes) for shape, dtype, nbytes in self._out]
         else:
-            outputs = self._carriers_of(out)
+            outputs = out
         # The core takes arrays that are exactly the program's as they are, and refuses
-        # anything else; only then are the arguments checked and converted here.
-        if not self._native._execute_exact(arrays, outputs) and not self._native._execute_exact(
-            self._convert(arrays), outputs, converted=True
-        ):
-            raise RuntimeError(
-                "internal error in cyxla: the core refused arguments that run() converted"
-            )
+        # anything else, saying which side it refused; only then are the arguments checked
+        # (and the inputs converted) here, where the messages are made.
+        refused = self._call(arrays, outputs)
+        if refused:
+            if refused == _OUTPUTS_REFUSED:
+                outputs = self._carriers_of(out)
+                refused = self._call(arrays, outputs)
+            if refused == _INPUTS_REFUSED:
+                refused = self._call(self._convert(arrays), outputs, True)
+            if refused:
+                raise RuntimeError(
+                    "internal error in cyxla: the core refused arguments that run() checked"
+                )
         if out is not None:
             return tuple(out)
         if self._any_view:
@@ -188,6 +207,11 @@ class Executable:
         outs = ", ".join(map(str, self.outputs))
         return f"<cyxla.Executable {self.program.name}({ins}) -> ({outs}) on {self.platform}>"
 
+
+#: What the core's `_CachedRun` returns when it ran nothing: the inputs are not exactly the
+#: program's (convert them), or `out` is not (check it, and say why).
+_INPUTS_REFUSED = 1
+_OUTPUTS_REFUSED = 2
 
 #: Arrays of at least this many bytes that run makes (outputs, converted inputs) live in
 #: cyxla's recycled aligned memory rather than NumPy's: glibc's malloc maps blocks this

@@ -4,6 +4,7 @@
 // the floor cyxla is measured against.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,9 +34,41 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// Where a loop writes the nanoseconds of each call, when asked to.
+using Latencies = nb::ndarray<double, nb::ndim<1>, nb::device::cpu, nb::c_contig>;
+
+/// Seconds for `calls` calls of `call`; with `latencies`, also each call's nanoseconds
+/// (one clock read per call, as the loop without them makes: each read ends one call and
+/// starts the next).
+template <class Call>
+double timed_calls(size_t calls, const std::optional<Latencies>& latencies, const Call& call) {
+  const auto start = Clock::now();
+  if (!latencies) {
+    for (size_t n = 0; n < calls; ++n) call();
+    return seconds_since(start);
+  }
+  double* ns = latencies->data();
+  auto last = start;
+  for (size_t n = 0; n < calls; ++n) {
+    call();
+    const auto now = Clock::now();
+    ns[n] = std::chrono::duration<double, std::nano>(now - last).count();
+    last = now;
+  }
+  return std::chrono::duration<double>(last - start).count();
+}
+
 /// Refuses a bad argument before anything runs: ValueError naming `argument`.
 void require(bool ok, const std::string& argument, const std::string& what) {
   if (!ok) throw nb::value_error((argument + ": " + what).c_str());
+}
+
+void require_room(const std::optional<Latencies>& latencies, size_t calls) {
+  if (latencies) {
+    require(latencies->shape(0) >= calls, "latencies",
+            "has room for " + std::to_string(latencies->shape(0)) + " calls, given " +
+                std::to_string(calls));
+  }
 }
 
 void require_threads(size_t threads) {
@@ -114,17 +148,18 @@ void run_threads(size_t threads, const Body& body, const Meanwhile& meanwhile) {
 }
 
 /// Seconds for `calls` executions through cyxla's C API, in this thread, without the GIL.
+/// With `latencies`, also the nanoseconds of each call.
 double execute_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
-                    const std::vector<HostArray>& out, size_t calls) {
+                    const std::vector<HostArray>& out, size_t calls,
+                    const std::optional<Latencies>& latencies) {
   cyxla::native::Program program(handle);
   check_arrays(program, in, out);
+  require_room(latencies, calls);
   std::vector<cyxla_Input> inputs = inputs_of(program, in);
   std::vector<void*> outputs = outputs_of(out);
   nb::gil_scoped_release release;
   program.execute(inputs, outputs);  // warm
-  const auto start = Clock::now();
-  for (size_t n = 0; n < calls; ++n) program.execute(inputs, outputs);
-  return seconds_since(start);
+  return timed_calls(calls, latencies, [&] { program.execute(inputs, outputs); });
 }
 
 /// Seconds for `calls` evaluations of `points` points each of a batched executable through
@@ -401,17 +436,17 @@ std::vector<double> raw_pjrt_phases(uintptr_t api, uintptr_t client, uintptr_t d
 /// Seconds for `calls` calls of a bound call over `in` and `out`, in this thread, without
 /// the GIL (the bind itself is not timed).
 double bound_loop(uint64_t handle, const std::vector<ReadOnlyArray>& in,
-                  const std::vector<HostArray>& out, size_t calls) {
+                  const std::vector<HostArray>& out, size_t calls,
+                  const std::optional<Latencies>& latencies) {
   cyxla::native::Program program(handle);
   check_arrays(program, in, out);
+  require_room(latencies, calls);
   std::vector<cyxla_Input> inputs = inputs_of(program, in);
   std::vector<void*> outputs = outputs_of(out);
   cyxla::native::BoundCall bound(program, inputs, outputs);
   nb::gil_scoped_release release;
   bound.call();  // warm
-  const auto start = Clock::now();
-  for (size_t n = 0; n < calls; ++n) bound.call();
-  return seconds_since(start);
+  return timed_calls(calls, latencies, [&] { bound.call(); });
 }
 
 /// The floor of a bound call: `calls` executions with the input buffers made once,
@@ -444,7 +479,8 @@ double raw_pjrt_resident_loop(uintptr_t api, uintptr_t client, uintptr_t device,
 NB_MODULE(_benchmark, m) {
   m.doc() = "Native loops that measure and test cyxla's C API (built from its public headers).";
   cyxla::native::import();
-  m.def("execute_loop", &execute_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a);
+  m.def("execute_loop", &execute_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a,
+        "latencies"_a = nb::none());
   m.def("execute_batch_loop", &execute_batch_loop, "handle"_a, "inputs"_a, "outputs"_a,
         "points"_a, "calls"_a);
   m.def("memcpy_loop", &memcpy_loop, "source"_a, "target"_a, "calls"_a);
@@ -456,7 +492,8 @@ NB_MODULE(_benchmark, m) {
         "threads"_a);
   m.def("raw_pjrt_loop", &raw_pjrt_loop, "api"_a, "client"_a, "device"_a, "executable"_a,
         "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
-  m.def("bound_loop", &bound_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a);
+  m.def("bound_loop", &bound_loop, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a,
+        "latencies"_a = nb::none());
   m.def("raw_pjrt_resident_loop", &raw_pjrt_resident_loop, "api"_a, "client"_a, "device"_a,
         "executable"_a, "inputs"_a, "types"_a, "outputs"_a, "calls"_a);
   m.def("raw_pjrt_phases", &raw_pjrt_phases, "api"_a, "client"_a, "device"_a, "executable"_a,

@@ -123,6 +123,65 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
   return true;
 }
 
+namespace {
+
+/// The items of a list or tuple, borrowed through `get`; none for any other object.
+struct Items {
+  PyObject* (*get)(PyObject*, Py_ssize_t) = nullptr;
+  size_t count = 0;
+};
+
+Items items_of(nb::handle sequence) noexcept {
+  if (PyList_Check(sequence.ptr())) {
+    return {PyList_GetItem, static_cast<size_t>(PyList_Size(sequence.ptr()))};
+  }
+  if (PyTuple_Check(sequence.ptr())) {
+    return {PyTuple_GetItem, static_cast<size_t>(PyTuple_Size(sequence.ptr()))};
+  }
+  return {};
+}
+
+}  // namespace
+
+CachedRun::CachedRun(std::shared_ptr<const Executable> executable)
+    : call_(std::move(executable)), ndarray_(nb::module_::import_("numpy").attr("ndarray")) {}
+
+int CachedRun::call(nb::handle inputs, nb::handle outputs, bool converted) {
+  const Executable& executable = call_.executable();
+  const auto& in_specs = executable.inputs();
+  const auto& out_specs = executable.outputs();
+  const Items out = items_of(outputs);
+  if (out.get == nullptr || out.count != out_specs.size()) return kOutputsRefused;
+  const size_t n_out = out.count;
+  SmallArray<BufferView> out_views(n_out);
+  SmallArray<void*> out_data(n_out);
+  auto* ndarray = reinterpret_cast<PyTypeObject*>(ndarray_.ptr());
+  for (size_t j = 0; j < n_out; ++j) {
+    nb::handle array = out.get(outputs.ptr(), static_cast<Py_ssize_t>(j));
+    if (!PyObject_TypeCheck(array.ptr(), ndarray) || !out_views[j].acquire(array, true) ||
+        !out_views[j].matches(out_specs[j], executable.output_bytes()[j], true)) {
+      return kOutputsRefused;
+    }
+    out_data[j] = out_views[j].data();
+  }
+  const Items in = items_of(inputs);
+  if (in.get == nullptr || in.count != in_specs.size()) return kInputsRefused;
+  const size_t n_in = in.count;
+  SmallArray<BufferView> in_views(n_in);
+  SmallArray<const void*> in_data(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    nb::handle array = in.get(inputs.ptr(), static_cast<Py_ssize_t>(i));
+    if (!in_views[i].acquire(array, false) ||
+        !in_views[i].matches(in_specs[i], executable.input_bytes()[i], converted)) {
+      return kInputsRefused;
+    }
+    in_data[i] = in_views[i].data();
+  }
+  nb::gil_scoped_release release;
+  call_.execute({in_data.data(), n_in}, {out_data.data(), n_out});
+  return kRan;
+}
+
 struct HeldViews {
   std::vector<std::unique_ptr<BufferView>> held;
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/bound_call.hpp"
+#include "runtime/cached_call.hpp"
 #include "runtime/executable.hpp"
 
 namespace cyxla::python {
@@ -19,6 +20,27 @@ namespace cyxla::python {
 /// The GIL is released while the plugin runs.
 bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
                     nanobind::handle outputs, bool converted);
+
+/// Executable.run's per-call path: a CachedCall over the buffers of Python objects.
+class CachedRun {
+ public:
+  /// What call() did: ran, or why it ran nothing.
+  enum Outcome : int { kRan = 0, kInputsRefused = 1, kOutputsRefused = 2 };
+
+  explicit CachedRun(std::shared_ptr<const Executable> executable);
+
+  /// Runs the program on the buffers of `inputs` into those of `outputs` (CachedCall) and
+  /// returns kRan; runs nothing and returns kOutputsRefused unless `outputs` is a list or
+  /// tuple of NumPy arrays that are exactly the outputs (as the core carries them, see
+  /// run_on_buffers), else kInputsRefused unless `inputs` is a list or tuple of arrays
+  /// exactly the inputs (`converted`: as run_on_buffers). Builds no error text: the
+  /// caller checks what was refused and says why. The GIL is released while it runs.
+  int call(nanobind::handle inputs, nanobind::handle outputs, bool converted);
+
+ private:
+  CachedCall call_;
+  nanobind::object ndarray_;  // numpy.ndarray, the one type `outputs` may hold
+};
 
 /// Runs `executable` once, as run_on_buffers does with arrays that are exactly the
 /// program's (else InvalidArgument), and returns per output whether the plugin wrote the

@@ -461,6 +461,17 @@ NB_MODULE(_core, m) {
       .def("_execute", &python::run_batch_on_buffers, "n"_a, "inputs"_a, "outputs"_a,
            "Evaluates `n` points: reads the C-contiguous buffers `inputs`, writes `outputs`.");
 
+  // Internal (Executable.run's per-call path), hence the underscore.
+  nb::class_<python::CachedRun>(m, "_CachedRun",  // GCOVR_EXCL_LINE
+                                "Executable.run's calls, with the buffers of the last call's "
+                                "inputs kept for the next (runtime/cached_call.hpp).")
+      .def(nb::init<std::shared_ptr<Executable>>(), "executable"_a)
+      .def("__call__", &python::CachedRun::call, "inputs"_a, "outputs"_a, "converted"_a = false,
+           "Runs the program on `inputs` into `outputs`: 0; or runs nothing and returns 2 "
+           "when `outputs` is not a list or tuple of NumPy arrays exactly the outputs, else "
+           "1 when `inputs` are not exactly the inputs (a list, a strided or misaligned "
+           "array, another dtype).");
+
   nb::class_<python::BoundBuffers>(m, "BoundCall",  // GCOVR_EXCL_LINE
                                    "A program bound to the memory of NumPy arrays.")
       .def(nb::init<std::shared_ptr<Executable>, nb::handle, nb::handle>(), "executable"_a,

@@ -21,10 +21,22 @@ import numpy as np
 
 import cyxla
 from cyxla import _benchmark, _lowering
-from cyxla._abi import aligned_zeros
+from cyxla._aligned import zeros
 from cyxla._bench.programs import BenchProgram
 
-__all__ = ["FLOOR", "JIT", "PATHS", "Loop", "Path", "Setup", "applies", "path", "setup"]
+__all__ = [
+    "BOUND_PY",
+    "FLOOR",
+    "JIT",
+    "PATHS",
+    "Loop",
+    "Path",
+    "Setup",
+    "TailLoop",
+    "applies",
+    "path",
+    "setup",
+]
 
 #: Runs n calls and returns the seconds they took.
 Loop = Callable[[int], float]
@@ -32,6 +44,24 @@ Loop = Callable[[int], float]
 #: The path every ratio is taken to, and the second reference.
 FLOOR = "pjrt_floor"
 JIT = "jax_jit"
+#: The path that Python's calls are compared with: a bound call, called from Python.
+BOUND_PY = "bound_py"
+
+
+class TailLoop:
+    """A native loop that also times each call: `samples` gets, per run of the loop, the
+    99th and 99.9th percentiles and the maximum of its calls' nanoseconds."""
+
+    def __init__(self, run: Callable[[int, np.ndarray], float]) -> None:
+        self._run = run
+        self.samples: list[tuple[float, float, float]] = []
+
+    def __call__(self, n: int) -> float:
+        latencies = np.zeros(n)
+        seconds = self._run(n, latencies)
+        p99, p999 = np.percentile(latencies, [99.0, 99.9])
+        self.samples.append((float(p99), float(p999), float(latencies.max())))
+        return seconds
 
 
 @dataclass(frozen=True)
@@ -87,7 +117,7 @@ def applies(path: Path, program: BenchProgram) -> bool:
 
 def aligned(array: np.ndarray) -> np.ndarray:
     """A copy of `array` in memory aligned to HOST_ALIGNMENT."""
-    copy = aligned_zeros(array.shape, array.dtype)
+    copy = zeros(array.shape, array.dtype)
     copy[...] = array
     return copy
 
@@ -139,13 +169,13 @@ def _pjrt_floor(s: Setup) -> Loop:
 @path("native", "cyxla native execute, C++")
 def _native(s: Setup) -> Loop:
     handle = s.executable.handle
-    return lambda n: _benchmark.execute_loop(handle, s.aligned_inputs, s.outputs, n)
+    return TailLoop(lambda n, t: _benchmark.execute_loop(handle, s.aligned_inputs, s.outputs, n, t))
 
 
 @path("bound", "cyxla bound call, C++ (inputs wrapped once, at bind)")
 def _bound(s: Setup) -> Loop:
     handle = s.executable.handle
-    return lambda n: _benchmark.bound_loop(handle, s.aligned_inputs, s.outputs, n)
+    return TailLoop(lambda n, t: _benchmark.bound_loop(handle, s.aligned_inputs, s.outputs, n, t))
 
 
 @path("threads", "cyxla native execute, {threads} threads on one executable")
@@ -178,6 +208,23 @@ for _size in (16, 256):
 @path("run", "cyxla Executable.run, plain NumPy arrays")
 def _run(s: Setup) -> Loop:
     return timed(lambda: s.executable.run(s.inputs))
+
+
+@path("run_out", "cyxla Executable.run(out=), plain NumPy arrays in and out")
+def _run_out(s: Setup) -> Loop:
+    out = [np.zeros(spec.shape, spec.dtype) for spec in s.executable.outputs]
+    return timed(lambda: s.executable.run(s.inputs, out=out))
+
+
+@path("run_out_aligned", "cyxla Executable.run(out=), cyxla.empty arrays in and out")
+def _run_out_aligned(s: Setup) -> Loop:
+    return timed(lambda: s.executable.run(s.aligned_inputs, out=s.outputs))
+
+
+@path(BOUND_PY, "cyxla BoundCall() from Python (Executable.bind, cyxla.empty arrays)")
+def _bound_py(s: Setup) -> Loop:
+    bound = s.executable.bind(s.aligned_inputs, s.outputs)
+    return timed(bound)
 
 
 @path(JIT, "jax.jit, NumPy arrays in and out")

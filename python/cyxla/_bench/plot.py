@@ -37,7 +37,8 @@ def save_plot(report: Mapping[str, Any], file: Path) -> None:
     programs = report["programs"]
     paths = list(dict.fromkeys(p for rows in programs.values() for p in rows if _is_path(rows, p)))
     width = 0.8 / max(1, len(paths))
-    figure, axes = plt.subplots(figsize=(2.2 * len(programs) + 3, 4.5))
+    figure, axes = plt.subplots(figsize=(2.2 * len(programs) + 5, 4.5))
+    colors = plt.get_cmap("tab20").colors  # one each for up to 20 paths
     for i, name in enumerate(paths):
         xs, heights, errors = [], [], ([], [])
         for x, rows in enumerate(programs.values()):
@@ -49,7 +50,9 @@ def save_plot(report: Mapping[str, Any], file: Path) -> None:
             heights.append(row["ratio_to_pjrt_floor"])
             errors[0].append(max(0.0, row["ratio_to_pjrt_floor"] - low))
             errors[1].append(max(0.0, high - row["ratio_to_pjrt_floor"]))
-        axes.bar(xs, heights, width, yerr=errors, capsize=2, label=name)
+        axes.bar(
+            xs, heights, width, yerr=errors, capsize=2, label=name, color=colors[i % len(colors)]
+        )
     axes.axhline(1.0, color="black", linewidth=0.8)
     axes.set_yscale("log")
     axes.set_xticks(range(len(programs)), list(programs))
@@ -58,7 +61,7 @@ def save_plot(report: Mapping[str, Any], file: Path) -> None:
         f"python -m cyxla bench: medians of {report['rounds']} interleaved rounds "
         f"(bars: interquartile range)"
     )
-    axes.legend(fontsize="small", ncols=2)
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     figure.savefig(file, dpi=150)
     plt.close(figure)

@@ -85,12 +85,17 @@ def measure(
     if args.clock == "cpu":  # the CPU time of N threads is not their wall time
         chosen = [p for p in chosen if p.name != "threads"]
     timings: dict[str, rounds.Timing] = {}
+    tails: dict[str, paths.TailLoop] = {}
     for path in chosen:
         loop = path.make(setup)
+        if isinstance(loop, paths.TailLoop):
+            tails[path.name] = loop
         if args.clock == "cpu":
             loop = rounds.on_cpu_clock(loop)
         calls = rounds.calls_per_sample(loop, args.sample_ms / 1e3)
         timings[path.name] = rounds.Timing(loop, calls, path.evaluations)
+    for tail in tails.values():
+        tail.samples.clear()  # the calibration's calls are not a round's
     samples = rounds.time_rounds(timings, max(1, args.rounds), rng)
     pointers = setup.floor_executable._native._pjrt_pointers()
     types = [int(s.element_type) for s in setup.floor_executable.inputs]
@@ -104,6 +109,7 @@ def measure(
         {name: t.evaluations for name, t in timings.items()},
         samples,
         [seconds / calls * 1e9 for seconds in phases],
+        {name: tail.samples for name, tail in tails.items()},
     )
 
 
