@@ -420,8 +420,8 @@ NB_MODULE(_core, m) {
                                    reinterpret_cast<uintptr_t>(r.device()),
                                    reinterpret_cast<uintptr_t>(e.loaded()));
           })
-      // Internal (Executable.run's fast path), hence the underscore: it refuses by
-      // returning False, and only its one caller converts and retries.
+      // A test hook: Executable::execute itself (the C API's path) on host arrays, without
+      // the kept buffers of run's _CachedRun, for the tests of its refusals and leaks.
       .def("_execute_exact", &python::run_on_buffers, "inputs"_a, "outputs"_a,
            "converted"_a = false,
            "Runs the program on host arrays: reads `inputs`, writes `outputs`. Returns False, "
