@@ -1773,3 +1773,25 @@ def _no_stray_warnings() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="cyxla cache")
         yield
+
+
+def test_headers_round_trip_every_kind_of_value(cache: Path) -> None:
+    """What a caller records comes back as json.loads reads what the store wrote: text with
+    quotes, backslashes, control characters and text beyond ASCII, integers, floats
+    (shortest round-trip text, an integral one still a float), booleans, null, lists and
+    objects."""
+    recorded = {
+        "text": 'a "quoted" \\ back\nslash\r\t\b\f \x01\x1f\x7f é 😀',
+        "integers": [0, -1, 2**62],
+        "floats": [0.1, -2.5e-300, 1e22, 3.0, 1 / 3],
+        "flags": [True, False, None],
+        "nested": {"list": [{"a": []}], "empty": {}},
+    }
+    path = store.write("programs", "round trip", recorded, b"payload")
+    assert path is not None
+    entry = store.read("programs", "round trip")
+    assert entry is not None
+    for name, value in recorded.items():
+        assert entry.header[name] == value, name
+    assert type(entry.header["floats"][3]) is float
+    assert store.peek(path) == entry.header
