@@ -20,7 +20,7 @@ std::optional<std::string> environment(const char* name) {
   return std::string(value);
 }
 
-/// `text` in quotes, as Python's repr() shows a setting.
+/// `text` in single quotes, escaped, as the warnings show a setting.
 std::string repr(std::string_view text) {
   std::string out = "'";
   for (const char c : text) {
@@ -94,8 +94,8 @@ fs::path default_directory(Platform platform) {
   return fs::path(home()) / ".cache" / "cyxla";
 }
 
-/// The digits of a size as Python's int() reads them (a sign, single underscores between
-/// digits), saturating at the largest int64; nothing when they are not a number >= 0.
+/// The digits of a size: an optional sign, then digits with single underscores between
+/// them (what CYXLA_CACHE_MAX_BYTES has always accepted), saturating at the largest int64; nothing when they are not a number >= 0.
 std::optional<int64_t> parse_count(std::string_view text) {
   text = strip(text);
   bool negative = false;

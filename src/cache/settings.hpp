@@ -41,8 +41,8 @@ enum class Platform {
 /// The platform this library was built for.
 Platform host_platform() noexcept;
 
-/// `text` without the whitespace around it, as Python's str.strip() of ASCII text (the
-/// settings are read with it, the keys the CPU's feature flags).
+/// `text` without the ASCII whitespace around it (settings are read with it, and the
+/// key the CPU's feature flags).
 std::string_view strip(std::string_view text) noexcept;
 
 /// The cache directory: CYXLA_CACHE_DIR (`~` expanded, made absolute), else the

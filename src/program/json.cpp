@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <system_error>
 
+#include "program/utf8.hpp"
+
 namespace cyxla::program::json {
 namespace {
 
@@ -15,34 +17,6 @@ void append_escape(std::string& out, uint32_t unit) {
   constexpr std::string_view kDigits = "0123456789abcdef";
   out += "\\u";
   for (int shift = 12; shift >= 0; shift -= 4) out += kDigits[unit >> shift & 0xFu];
-}
-
-/// The code point of the UTF-8 sequence at `text[i]` and its length, or nothing when the
-/// bytes there are not one (Python's strict decoder: no overlong forms, no surrogates).
-std::optional<std::pair<uint32_t, size_t>> decode_utf8(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  size_t length = 0;
-  uint32_t code = 0;
-  uint32_t smallest = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2, code = lead & 0x1Fu, smallest = 0x80;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3, code = lead & 0x0Fu, smallest = 0x800;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4, code = lead & 0x07u, smallest = 0x10000;
-  } else {
-    return std::nullopt;
-  }
-  if (i + length > text.size()) return std::nullopt;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0u) != 0x80u) return std::nullopt;
-    code = code << 6 | (byte(i + k) & 0x3Fu);
-  }
-  if (code < smallest || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
-    return std::nullopt;
-  }
-  return std::pair{code, length};
 }
 
 void dump_string(std::string& out, std::string_view text) {
@@ -68,14 +42,15 @@ void dump_string(std::string& out, std::string_view text) {
       ++i;
       continue;
     }
-    const auto decoded = decode_utf8(text, i);
-    if (!decoded) {  // as Python's surrogateescape decodes a byte that is not UTF-8
+    const size_t length = utf8_length(text, i);
+    if (length == 0) {  // a byte that is not UTF-8 (a file name's): U+DC80-U+DCFF, which
+                        // Python's os functions map back to the byte
       append_escape(out, 0xDC00u + c);
       ++i;
       continue;
     }
-    out.append(text.substr(i, decoded->second));  // UTF-8 as it is
-    i += decoded->second;
+    out.append(text.substr(i, length));  // UTF-8 as it is
+    i += length;
   }
   out += '"';
 }
@@ -292,10 +267,10 @@ class Reader {
       if (c == '"') return out;
       if (static_cast<unsigned char>(c) < 0x20) return std::nullopt;  // strict: no controls
       if (static_cast<unsigned char>(c) >= 0x80) {  // strict: UTF-8 only
-        const auto decoded = decode_utf8(text_, at_ - 1);
-        if (!decoded) return std::nullopt;
-        out.append(text_.substr(at_ - 1, decoded->second));
-        at_ += decoded->second - 1;
+        const size_t length = utf8_length(text_, at_ - 1);
+        if (length == 0) return std::nullopt;
+        out.append(text_.substr(at_ - 1, length));
+        at_ += length - 1;
         continue;
       }
       if (c != '\\') {

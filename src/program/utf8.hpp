@@ -1,0 +1,38 @@
+// The core's one check of UTF-8, for program-file metadata and entry headers alike.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace cyxla::program {
+
+/// The length of the UTF-8 sequence that starts at `text[at]` (1 for ASCII), or 0 when
+/// none does: strict, so no overlong forms, surrogates or code points past U+10FFFF.
+inline size_t utf8_length(std::string_view text, size_t at) noexcept {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[at + k]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80;  // the bounds of the second byte
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size() || byte(1) < low || byte(1) > high) return 0;
+  for (size_t k = 2; k < length; ++k) {
+    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+}  // namespace cyxla::program
