@@ -56,7 +56,8 @@ std::string home() {
   return *found;
 }
 
-/// Path(text).expanduser().absolute() of Python.
+/// `text` with a leading `~` or `~user` replaced by that home directory, made absolute
+/// against the working directory.
 fs::path expand(const std::string& text) {
   std::string expanded = text;
   if (!text.empty() && text[0] == '~') {
@@ -139,7 +140,7 @@ Platform host_platform() noexcept {
 }
 
 std::string_view strip(std::string_view text) noexcept {
-  // What Python's str.strip() removes from ASCII text.
+  // ASCII whitespace, the information separators 0x1c-0x1f included.
   constexpr std::string_view kWhitespace = " \t\n\r\v\f\x1c\x1d\x1e\x1f";
   const size_t first = text.find_first_not_of(kWhitespace);
   if (first == std::string_view::npos) return {};
