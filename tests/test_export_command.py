@@ -86,6 +86,20 @@ def test_export_takes_attributes_and_scalar_specs(module: Path) -> None:
     assert program.output_tree == jax.tree.structure({"y": 0})
 
 
+def test_export_prints_the_specs_the_file_takes(
+    module: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without 64-bit mode a float64 argument lowers to float32: the line says what the
+    file takes, as load_program reads it, not what was asked for (it said float64)."""
+    assert not jax.config.jax_enable_x64
+    with pytest.warns(UserWarning, match="64-bit mode is off"):
+        assert (
+            cli(["export", "exported_model:Model.predict", "--arg", "f64[3]", "-o", "d.cyxla"]) == 0
+        )
+    assert "wrote d.cyxla: predict(float32[3]) on cpu" in capsys.readouterr().out
+    assert [str(s) for s in cx.load_program(module / "d.cyxla").inputs] == ["float32[3]"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

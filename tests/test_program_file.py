@@ -211,6 +211,12 @@ def test_save_refuses_names_with_line_breaks_and_bad_paths(
         cx.load_program(None)  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError):
         cx.load_program(tmp_path / "missing.cyxla")
+    # A missing directory is reported with the file asked for (it named a temporary file).
+    target = tmp_path / "no" / "such" / "x.cyxla"
+    with pytest.raises(FileNotFoundError) as caught:
+        program.save(target)
+    assert caught.value.filename == str(target)
+    assert not (tmp_path / "no").exists()
 
 
 def test_only_what_the_reader_reads_is_written(tmp_path: Path, program: cx.Program) -> None:

@@ -251,7 +251,10 @@ def _write_atomically(path: Path, data: bytes) -> None:
     # new file of the process gets, 0666 less the umask.
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    descriptor = os.open(temporary, flags, 0o666)
+    try:
+        descriptor = os.open(temporary, flags, 0o666)
+    except OSError as error:  # name the file asked for, not the temporary one
+        raise type(error)(error.errno, error.strerror, str(path)) from None
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)

@@ -131,7 +131,10 @@ def main(args: argparse.Namespace) -> int:
     except Exception as error:  # tracing, lowering or writing: the user's to fix
         print(f"cyxla export: {where} at {_specs(args.args)}: {error}", file=sys.stderr)
         return 1
-    print(f"wrote {args.output}: {program.name}({_specs(args.args)}) on {program.platform}")
+    # The program's specs, not the ones asked for: without 64-bit mode a float64 argument
+    # lowers to float32, which is what the file takes.
+    taken = ", ".join(map(str, program.inputs))
+    print(f"wrote {args.output}: {program.name}({taken}) on {program.platform}")
     outputs = ", ".join(map(str, program.outputs))
     print(
         f"  outputs: {outputs or 'none'}; custom calls: {', '.join(program.custom_calls) or 'none'}"
