@@ -309,7 +309,6 @@ def compile_program(
             encode_specs(program.inputs),
             encode_specs(program.outputs),
             list(program.custom_calls),
-            None,  # the outputs written in place: the plugin's executable says
         )
     statistics = CompileStatistics(
         compile_seconds,

@@ -93,7 +93,7 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
   }
   const auto plugin = pjrt::Plugin::load(path);
   // The platform is known once there is a client: the first gets the caller's options
-  // alone and decides which defaults apply (as Python's initialize does for a path).
+  // alone and decides which platform's defaults (runtime/platforms.hpp) apply.
   std::shared_ptr<Runtime> created = Runtime::create(plugin, values);
   const std::vector<pjrt::NamedValue> merged = with_default_options(created->platform(), values);
   if (merged.size() != values.size()) {

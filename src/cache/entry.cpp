@@ -5,27 +5,20 @@
 #include <cstring>
 #include <limits>
 
+#include "program/little_endian.hpp"
 #include "program/sha256.hpp"
 
 namespace cyxla::cache {
 namespace {
 
+using program::append_little_endian;
+using program::read_little_endian;
 using program::Sha256;
 
 constexpr std::string_view kMagic("CYXLA\0CE", 8);
 constexpr std::string_view kNul("\0", 1);
 /// The most characters of a hostile header's text that a message quotes.
 constexpr size_t kQuoted = 40;
-
-void put_u32(std::string& out, uint32_t value) {
-  for (int i = 0; i < 4; ++i) out += static_cast<char>(value >> (8 * i));
-}
-
-uint32_t get_u32(std::string_view bytes) noexcept {
-  uint32_t value = 0;
-  for (size_t i = 0; i < 4; ++i) value |= uint32_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
-  return value;
-}
 
 template <class T>
 const T* member(const json::Object& object, std::string_view name) {
@@ -52,8 +45,8 @@ std::string encode(const json::Object& header, std::string_view payload) {
   std::string out;
   out.reserve(kPrefixSize + header_text.size() + payload.size());
   out += kMagic;
-  put_u32(out, kFormatVersion);
-  put_u32(out, static_cast<uint32_t>(header_text.size()));
+  append_little_endian<uint32_t>(out, kFormatVersion);
+  append_little_endian<uint32_t>(out, static_cast<uint32_t>(header_text.size()));
   out.append(reinterpret_cast<const char*>(sum.data()), sum.size());
   out += header_text;
   out += payload;
@@ -71,11 +64,11 @@ Entry decode(const std::filesystem::path& path, std::string&& data, std::string_
   if (bytes.substr(0, kMagic.size()) != kMagic) {
     throw Damaged(where + " is not a cyxla cache entry (bad magic number)");
   }
-  if (const uint32_t format = get_u32(bytes.substr(8)); format != kFormatVersion) {
+  if (const uint32_t format = read_little_endian<uint32_t>(bytes, 8); format != kFormatVersion) {
     throw Damaged(where + " was written in cache format " + std::to_string(format) +
                   "; this cyxla reads format " + std::to_string(kFormatVersion));
   }
-  const size_t length = get_u32(bytes.substr(12));
+  const size_t length = read_little_endian<uint32_t>(bytes, 12);
   const std::string_view body = bytes.substr(kPrefixSize);
   if (length > body.size()) throw Damaged(where + " is truncated (its header is incomplete)");
   // Before parsing anything: a truncated payload fails here too.
@@ -126,7 +119,7 @@ std::optional<uint32_t> header_length(std::string_view prefix) noexcept {
   if (prefix.size() < kPrefixSize || prefix.substr(0, kMagic.size()) != kMagic) {
     return std::nullopt;
   }
-  return get_u32(prefix.substr(12));
+  return read_little_endian<uint32_t>(prefix, 12);
 }
 
 std::optional<json::Object> parse_header(std::string_view text) {

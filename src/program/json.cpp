@@ -110,8 +110,8 @@ std::optional<Value> made(T&& v) {
   return std::optional<Value>(std::in_place, std::forward<T>(v));
 }
 
-/// A recursive-descent reader of RFC 8259 JSON, as strict as Python's json.loads with
-/// NaN and Infinity refused.
+/// A recursive-descent reader of strict RFC 8259 JSON: UTF-8, no NaN or Infinity, no
+/// leading zeros or trailing commas, nesting bounded.
 class Reader {
  public:
   Reader(std::string_view text, int max_depth) : text_(text), depth_left_(max_depth) {}

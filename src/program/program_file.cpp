@@ -15,6 +15,7 @@
 
 #include "program/crc32.hpp"
 #include "program/json.hpp"
+#include "program/little_endian.hpp"
 #include "program/utf8.hpp"
 #include "runtime/element_type.hpp"
 #include "runtime/platforms.hpp"
@@ -63,20 +64,6 @@ std::string quoted(std::string_view text) {
     }
   }
   return out + "'";
-}
-
-template <class T>
-T little_endian(std::string_view bytes, size_t offset) noexcept {
-  T value = 0;
-  for (size_t i = sizeof(T); i-- > 0;) {
-    value = static_cast<T>((value << 8) | static_cast<unsigned char>(bytes[offset + i]));
-  }
-  return value;
-}
-
-template <class T>
-void append_little_endian(std::string& out, T value) {
-  for (size_t i = 0; i < sizeof(T); ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
 }
 
 /// The element type that cyxla's ElementType enum spells `name` ("F32"), if cyxla carries it.
@@ -367,18 +354,18 @@ ProgramFile parse(std::string_view bytes, std::string_view source) {
       refuse(Refusal::Size, "truncated: " + std::to_string(size) + " bytes, shorter than the " +
                                 std::to_string(kHeaderSize) + "-byte header");
     }
-    const auto version = little_endian<uint32_t>(bytes, 8);
+    const auto version = read_little_endian<uint32_t>(bytes, 8);
     if (version > kFormatVersion) {
       refuse(Refusal::Version, "written by a newer cyxla: format " + std::to_string(version) +
                                    ", this reads up to " + std::to_string(kFormatVersion) +
                                    "; upgrade cyxla");
     }
     if (version == 0) refuse(Refusal::Version, "format 0 does not exist (formats start at 1)");
-    const auto crc = little_endian<uint32_t>(bytes, 12);
-    const auto metadata_size = little_endian<uint64_t>(bytes, 16);
-    const auto stablehlo_size = little_endian<uint64_t>(bytes, 24);
-    const auto options_size = little_endian<uint64_t>(bytes, 32);
-    const auto reserved = little_endian<uint64_t>(bytes, 40);
+    const auto crc = read_little_endian<uint32_t>(bytes, 12);
+    const auto metadata_size = read_little_endian<uint64_t>(bytes, 16);
+    const auto stablehlo_size = read_little_endian<uint64_t>(bytes, 24);
+    const auto options_size = read_little_endian<uint64_t>(bytes, 32);
+    const auto reserved = read_little_endian<uint64_t>(bytes, 40);
     for (const auto& [part, value] : {std::pair{"metadata", metadata_size},
                                       {"StableHLO", stablehlo_size},
                                       {"compile-options", options_size}}) {

@@ -304,8 +304,7 @@ NB_MODULE(_core, m) {
       [](const Runtime& runtime, const std::string& source, std::string name,
          std::string platform, nb::bytes stablehlo, nb::bytes compile_options,
          const std::vector<SpecTuple>& inputs, const std::vector<SpecTuple>& outputs,
-         std::vector<std::string> custom_calls,
-         std::optional<std::vector<size_t>> donated_outputs) {
+         std::vector<std::string> custom_calls) {
         // GCOVR_EXCL_STOP
         program::ProgramFile program;
         program.name = std::move(name);
@@ -315,9 +314,8 @@ NB_MODULE(_core, m) {
         program.inputs = to_specs(inputs);
         program.outputs = to_specs(outputs);
         program.custom_calls = std::move(custom_calls);
-        const bool claimed = donated_outputs.has_value();
-        if (claimed) program.donated_outputs = std::move(*donated_outputs);
-        const program::Origin origin{source, ErrorKind::InvalidArgument, claimed, false};
+        // A lowered program claims no outputs written in place: the executable says.
+        const program::Origin origin{source, ErrorKind::InvalidArgument, false, false};
         program::Compiled compiled;
         cache::Warnings warnings;
         try {
@@ -332,10 +330,10 @@ NB_MODULE(_core, m) {
                               compiled.load_seconds, compiled.cache_error);
       },
       "runtime"_a, "source"_a, "name"_a, "platform"_a, "stablehlo"_a, "compile_options"_a,
-      "inputs"_a, "outputs"_a, "custom_calls"_a, "donated_outputs"_a.none(),
+      "inputs"_a, "outputs"_a, "custom_calls"_a,
       "The program's executable, from the disk cache or compiled (program/load_or_compile.hpp): "
       "(executable, cache_hit, compile_seconds, load_seconds, cache_error). `source` starts "
-      "every refusal; `donated_outputs` None: read from the executable.");
+      "every refusal; the outputs written in place are read from the executable.");
   // A test hook (tests/test_hlo_signature.py checks it against jaxlib's compiled modules).
   m.def(
       "_hlo_signature",
