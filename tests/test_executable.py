@@ -10,6 +10,7 @@ import ctypes
 import gc
 import sys
 import threading
+import warnings
 from typing import Any
 
 import jax
@@ -426,18 +427,22 @@ def test_run_writes_a_large_output_over_its_own_input(aligned: bool) -> None:
         np.testing.assert_array_equal(x, want)
 
 
-def test_run_on_memory_freed_and_reused_by_another_array(affine: cx.Executable) -> None:
-    # Arrays made and dropped in a loop often land at the address of the last one: the
-    # kept buffer then reads the new array's values.
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_run_on_memory_freed_and_reused_by_another_array(
+    affine: cx.Executable, aligned: bool
+) -> None:
+    # An array made and dropped in a loop often lands at the address of the last one: the
+    # kept buffer must then read the new array's values. Views made afresh over one block
+    # of memory give that case at every call, whatever the allocator does.
+    block = cx.zeros(1 << 16, np.float32) if aligned else _unaligned(1 << 16)
     rng = np.random.default_rng(3)
-    addresses = set()
-    for _ in range(8):
-        x = rng.standard_normal(1 << 16, dtype=np.float32)
-        addresses.add(x.ctypes.data)
+    for _ in range(4):
+        x = block.view()
+        x[...] = rng.standard_normal(1 << 16, dtype=np.float32)
+        assert x.ctypes.data == block.ctypes.data
         for got, want in zip(affine.run([x]), _affine(x), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-6)
         del x
-    assert len(addresses) < 8  # the case happened
 
 
 def test_run_writes_an_unaligned_out_with_no_new_array(affine: cx.Executable) -> None:
@@ -473,16 +478,23 @@ def test_run_writes_an_unaligned_out_with_no_new_array(affine: cx.Executable) ->
     assert sys.getallocatedblocks() - kept < 20
 
 
+def _reshape_in_place(array: np.ndarray, shape: tuple[int, ...]) -> None:
+    # NumPy 2.5 deprecates setting the shape, but callers still can: run must notice.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        array.shape = shape
+
+
 def test_run_checks_the_same_out_again_at_every_call(pair: cx.Executable) -> None:
     # An array keeps its identity when its shape or flags change in place: each call
     # checks the arrays themselves, not which objects came back.
     x = np.zeros((2, 3), np.float32)
     out = [np.empty((2, 3), np.float32), np.empty((), np.int32)]
     pair.run([x], out=out)
-    out[0].shape = (3, 2)
+    _reshape_in_place(out[0], (3, 2))
     with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected shape"):
         pair.run([x], out=out)
-    out[0].shape = (2, 3)
+    _reshape_in_place(out[0], (2, 3))
     out[0].flags.writeable = False
     with pytest.raises(cx.InvalidArgumentError, match=r"out\[0\]: expected a writeable array"):
         pair.run([x], out=out)
