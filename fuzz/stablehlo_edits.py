@@ -4,7 +4,7 @@ them: single-byte edits of a real program's StableHLO section, saved as valid pr
 limits. What it finds is what `verify_program_file` must refuse (tests/test_verification.py
 keeps some as regression cases).
 
-    python fuzz/stablehlo_edits.py OUT_DIR [--edits N] [--seed S] [--timeout S]
+    python fuzz/stablehlo_edits.py OUT_DIR [--program solve|mixed] [--edits N] [--seed S]
 
 Forking after jax is imported, before any plugin client exists, makes each try cost the
 compile only, not the imports.
@@ -29,13 +29,21 @@ import numpy as np
 import cyxla as cx
 
 
-def seed_program() -> cx.Program:
-    """A program with a linear-algebra call (custom calls, attributes, several ops)."""
+def _solve(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.linalg.solve(a @ a.T + jnp.eye(4), jnp.tanh(b))
 
-    def solve(a: jax.Array, b: jax.Array) -> jax.Array:
-        return jnp.linalg.solve(a @ a.T + jnp.eye(4), jnp.tanh(b))
 
-    return cx.lower(solve, [jax.ShapeDtypeStruct((4, 4), np.float32)] * 2)
+def _mixed(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.tanh(a @ b).sum(axis=0) + jnp.cumsum(b[0]) * jnp.max(a)
+
+
+#: The programs whose StableHLO is edited: with a linear-algebra custom call (which a
+#: process without jaxlib's handlers refuses before compiling), and without custom calls.
+SEEDS = {"solve": _solve, "mixed": _mixed}
+
+
+def seed_program(name: str) -> cx.Program:
+    return cx.lower(SEEDS[name], [jax.ShapeDtypeStruct((4, 4), np.float32)] * 2)
 
 
 def try_in_child(program: cx.Program, timeout: float, memory: int) -> str:
@@ -73,9 +81,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--memory-gib", type=float, default=6.0)
+    parser.add_argument("--program", choices=sorted(SEEDS), default="solve")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    program = seed_program()
+    program = seed_program(args.program)
     stablehlo = bytes(program.stablehlo)
     rng = random.Random(args.seed)
     counts: dict[str, int] = {}
@@ -87,7 +96,8 @@ def main() -> int:
         outcome = try_in_child(candidate, args.timeout, int(args.memory_gib * (1 << 30)))
         counts[outcome] = counts.get(outcome, 0) + 1
         if outcome not in ("ok", "refused"):
-            name = f"{outcome.replace(' ', '-')}-{args.seed}-{trial}-at-{position}.cyxla"
+            kind = outcome.replace(" ", "-")
+            name = f"{args.program}-{kind}-{args.seed}-{trial}-at-{position}.cyxla"
             candidate.save(args.out / name)
             print(f"{trial}: {outcome}: {name}", flush=True)
     print(f"{args.edits} edits of {len(stablehlo)} bytes: {counts}")

@@ -9,7 +9,11 @@ it. They are checked against the control (a fresh interpreter compiling them die
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -18,13 +22,14 @@ import pytest
 
 import cyxla as cx
 
-from support import run_cyxla, run_python, spec
+from support import plugin_library, run_cyxla, run_python, spec
 
 UNTRUSTED = Path(__file__).parent / "untrusted"
 #: Each file, and the signal that a process compiling it dies of.
 CRASHING = {
     "stablehlo-edit-aborts-the-plugin.cyxla": signal.SIGABRT,
     "stablehlo-edit-segfaults-the-plugin.cyxla": signal.SIGSEGV,
+    "plain-edit-aborts-the-plugin.cyxla": signal.SIGABRT,  # calls no custom-call target
 }
 
 
@@ -189,3 +194,60 @@ def test_the_command_reports_each_file_and_fails_if_any_is_refused(
     usage = run_cyxla("verify", "--timeout", "0", str(solve_file))
     assert usage.returncode == 2
     assert "argument --timeout: expected a number > 0, given '0'" in usage.stderr
+
+
+def test_the_native_recipe_refuses_what_crashes_the_plugin(
+    solve_file: Path, tmp_path: Path
+) -> None:
+    """docs/security.md's C program, built as the page says, vets files with fork."""
+    page = (Path(__file__).parents[1] / "docs" / "security.md").read_text()
+    (source,) = re.findall(r"^```c\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
+    (tmp_path / "vet.c").write_text(source)
+    env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
+    flags = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "cyxla"], capture_output=True, text=True, env=env
+    ).stdout.split()
+    compiler = os.environ.get("CC") or shutil.which("cc") or "gcc"
+    built = subprocess.run(
+        [
+            compiler,
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            str(tmp_path / "vet.c"),
+            *flags,
+            "-o",
+            str(tmp_path / "vet"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    native = {**os.environ, "CYXLA_PJRT_PLUGIN": plugin_library()}
+    plain = cx.lower(lambda x: jnp.cumsum(jnp.tanh(x)), [spec((8,), np.float32)])
+    plain.save(tmp_path / "plain.cyxla")
+    good = subprocess.run(
+        [str(tmp_path / "vet"), str(tmp_path / "plain.cyxla")],
+        capture_output=True,
+        text=True,
+        env=native,
+        timeout=300,
+    )
+    assert good.returncode == 0, good.stderr
+    assert good.stdout == f"{tmp_path / 'plain.cyxla'}: accepted\n"
+    bad = UNTRUSTED / "plain-edit-aborts-the-plugin.cyxla"
+    crashed = subprocess.run(
+        [str(tmp_path / "vet"), str(bad)], capture_output=True, text=True, env=native, timeout=300
+    )
+    assert crashed.returncode == 1
+    assert f"{bad}: refused: Aborted" in crashed.stderr
+    # The native loader refuses jaxlib's LAPACK targets before compiling: nothing to crash.
+    lapack = subprocess.run(
+        [str(tmp_path / "vet"), str(solve_file)],
+        capture_output=True,
+        text=True,
+        env=native,
+        timeout=300,
+    )
+    assert lapack.returncode == 1
+    assert "calls the custom-call target 'lapack_sgetrf_ffi'" in lapack.stderr
