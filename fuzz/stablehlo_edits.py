@@ -1,5 +1,5 @@
 """Finds program files whose StableHLO crashes, hangs or exhausts the process that compiles
-them: single-byte edits of a real program's StableHLO section, saved as valid program files
+them: edits of a byte or a few of a real program's StableHLO section, saved as valid program files
 (the writer recomputes the CRC), each compiled in a forked child with time and memory
 limits. What it finds is what `verify_program_file` must refuse (tests/test_verification.py
 keeps some as regression cases).
@@ -82,6 +82,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--memory-gib", type=float, default=6.0)
     parser.add_argument("--program", choices=sorted(SEEDS), default="solve")
+    parser.add_argument("--bytes", type=int, default=1, help="bytes changed per edit")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     program = seed_program(args.program)
@@ -90,8 +91,9 @@ def main() -> int:
     counts: dict[str, int] = {}
     for trial in range(args.edits):
         edited = bytearray(stablehlo)
-        position = rng.randrange(len(edited))
-        edited[position] = rng.randrange(256)
+        for _ in range(args.bytes):
+            position = rng.randrange(len(edited))
+            edited[position] = rng.randrange(256)
         candidate = dataclasses.replace(program, stablehlo=bytes(edited))
         outcome = try_in_child(candidate, args.timeout, int(args.memory_gib * (1 << 30)))
         counts[outcome] = counts.get(outcome, 0) + 1

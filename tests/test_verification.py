@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -80,6 +81,25 @@ def test_a_file_that_crashes_the_plugin_is_refused(name: str, cache: Path) -> No
     assert verdict.seconds < 60
     assert "@ 0x" not in verdict.reason  # the stack's addresses say nothing
     assert not list(cache.glob("executables/*.entry"))  # nothing was stored
+
+
+def test_a_file_that_hangs_the_compiler_is_stopped_in_time(cache: Path) -> None:
+    path = UNTRUSTED / "stablehlo-edit-hangs-the-compiler.cyxla"
+    # The control: compiling it takes more than 20 s (it ran past 120 s where it was found).
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import cyxla as cx; cx.compile_program(cx.load_program({str(path)!r}))",
+            ],
+            capture_output=True,
+            timeout=20,
+        )
+    verdict = cx.verify_program_file(path, timeout=5)
+    assert not verdict.accepted
+    assert verdict.reason == "took more than 5 s to load and compile; stopped"
+    assert verdict.seconds < 10  # no second try without the cache: it did not crash
 
 
 def test_a_file_past_the_limits_is_stopped(solve_file: Path, cache: Path) -> None:

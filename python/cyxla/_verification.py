@@ -115,16 +115,16 @@ def verify_program_file(
     refused with the reason, and only the child is lost. The child uses the disk cache
     as this process would: an accepted file's executable is stored there, so that the
     next `compile_program` of it here loads it instead of compiling. When the child
-    crashes or runs past a limit, it is tried again without the cache: if the file then
-    passes, the verdict blames the cache's entry for it (a corrupted executable that the
-    plugin's deserializer cannot survive), which `python -m cyxla cache clear` removes.
-    Running the program is not tried. ValueError for limits that are not positive
-    numbers.
+    crashes, it is tried again without the cache: if the file then passes, the verdict
+    blames the cache's entry for it (a corrupted executable that the plugin's
+    deserializer cannot survive), which `python -m cyxla cache clear` removes. So a
+    verdict takes at most `timeout` seconds, or twice that after a crash. Running the
+    program is not tried. ValueError for limits that are not positive numbers.
     """
     _check_limits(timeout, memory_limit)
     file = os.fspath(path)
-    verdict, ended_badly = _in_child(file, timeout, memory_limit, {})
-    if not ended_badly or cache_directory() is None:
+    verdict, crashed = _in_child(file, timeout, memory_limit, {})
+    if not crashed or cache_directory() is None:
         return verdict
     uncached, _ = _in_child(file, timeout, memory_limit, {CACHE_ENVIRONMENT_VARIABLE: "0"})
     if not uncached.accepted:
@@ -139,7 +139,7 @@ def verify_program_file(
 def _in_child(
     file: str, timeout: float, memory_limit: int | None, environment: dict[str, str]
 ) -> tuple[ProgramFileVerdict, bool]:
-    """The verdict of one child, and whether it crashed or ran past a limit."""
+    """The verdict of one child, and whether it crashed."""
     started = time.monotonic()
     # Files, not pipes: a plugin that prints more than a pipe holds must not stall.
     with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as errors:
@@ -195,10 +195,10 @@ def _verdict(
     seconds: float,
     peak: int | None,
 ) -> tuple[ProgramFileVerdict, bool]:
-    """The verdict on what the child did, and whether it crashed or ran past a limit."""
+    """The verdict on what the child did, and whether it crashed."""
     stderr = errors.decode("utf-8", "replace")
     if stopped_for:
-        return ProgramFileVerdict(file, False, stopped_for, "", seconds, peak), True
+        return ProgramFileVerdict(file, False, stopped_for, "", seconds, peak), False
     if returncode < 0:
         reason = f"loading and compiling crashed the process ({_signal_name(-returncode)})"
         if stderr.strip():
