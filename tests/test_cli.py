@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import cyxla as cx
 from support import plugin_library, run_cyxla
 
 _RESULT = re.compile(r"^(cyxla|jax\.jit|native) +result\[0, :4\]: \[([^\]]*)\]$", re.M)
@@ -83,3 +85,14 @@ def test_plugins_path_prints_one_library_or_says_what_to_install() -> None:
     assert "no tpu plugin is installed; install one with: pip install 'cyxla[tpu]'" in (
         missing.stderr
     )
+
+
+def test_includes_name_the_headers_of_an_extension_module() -> None:
+    """`--includes` gives the -I flags a C extension module builds with: Python.h's
+    directory and cyxla.h's, the one cyxla.get_include() names first."""
+    result = run_cyxla("--includes")
+    assert result.returncode == 0, result.stderr
+    flags = result.stdout.split()
+    assert flags == [f"-I{sysconfig.get_paths()['include']}", f"-I{cx.get_include()[0]}"]
+    assert (Path(flags[0][2:]) / "Python.h").is_file()
+    assert (Path(flags[1][2:]) / "cyxla" / "cyxla.h").is_file()

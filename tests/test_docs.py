@@ -1,11 +1,11 @@
 """The documentation site (mkdocs.yml, docs/): its Python examples run as written, its
-native examples build and run, and its links into the repository exist."""
+native examples (the titled code blocks of the pages) build by the pages' own commands and
+run, and its links into the repository exist."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,21 +18,22 @@ PAGES = sorted(DOCS.rglob("*.md"))
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # A Markdown link or image target: [text](target) with no scheme.
 LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s]+)\)")
-SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.MULTILINE)
+# A source file written out in a page: ```c title="native_c.c" (GitHub reads the
+# language, the site shows the title); the tests write it under that name and build it.
+SOURCE_BLOCK = re.compile(r'^```\w+ title="([^"/]+)"\n(.*?)^```$', re.DOTALL | re.MULTILINE)
+# A file of the repository outside docs/ that a page shows (docs/hooks/repository_files.py).
+SHOWN_FILE = re.compile(r"^\[`([^`]+)`\]\(((?:\.\./)+)([^)#\s]+)\)$", re.MULTILINE)
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NATIVE_GUIDE = DOCS / "guide" / "native.md"
-NATIVE_EXAMPLES = (
-    "native_c.c",
-    "native_cpp.cpp",
-    "native_batch.cpp",
-    "bound_c.c",
-    "quad_callback.c",
-)
-# The sources under docs/examples/ that each page shows, and builds with its bash blocks.
-BUILT_EXAMPLES = {
-    NATIVE_GUIDE: NATIVE_EXAMPLES,
-    DOCS / "guide" / "custom-calls.md": ("scale_add.cc",),
-}
+# The pages whose sources the tests build, with the bash block of the page that names each.
+BUILT_PAGES = (DOCS / "quickstart.md", NATIVE_GUIDE, DOCS / "guide" / "custom-calls.md")
+
+
+def sources(page: Path) -> dict[str, str]:
+    """The source files a page writes out, by name."""
+    found = SOURCE_BLOCK.findall(page.read_text())
+    assert len({name for name, _ in found}) == len(found), f"{page}: a source shown twice"
+    return dict(found)
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -66,10 +67,11 @@ def built_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     launcher.chmod(0o755)
     environment = {**os.environ, "PATH": f"{bin_directory}{os.pathsep}{os.environ['PATH']}"}
-    for page, sources in BUILT_EXAMPLES.items():
+    for page in BUILT_PAGES:
         commands = BASH_BLOCK.findall(page.read_text())
-        for source in sources:
-            shutil.copy(DOCS / "examples" / source, directory / source)
+        for source, text in sources(page).items():
+            assert not (directory / source).exists(), f"{source} is a source of two pages"
+            (directory / source).write_text(text)
             (command,) = [c for c in commands if f" {source} " in c]
             result = subprocess.run(
                 ["bash", "-euo", "pipefail", "-c", command],
@@ -113,27 +115,38 @@ def test_pages_with_python_blocks_are_found() -> None:
     assert any("import native_batch\n" in block for block in python_blocks(NATIVE_GUIDE))
 
 
-def test_native_examples_are_shown_as_built() -> None:
-    """Pages show the very sources the tests build, and the Cython example is the
-    downstream package's (built by tests/test_downstream_package.py)."""
-    for page, sources in BUILT_EXAMPLES.items():
-        snippets = SNIPPET.findall(page.read_text())
-        shown = [snippet for snippet in snippets if snippet.startswith("docs/examples/")]
-        assert [f"docs/examples/{source}" for source in sources] == shown
-    cython = "examples/downstream/src/cyxla_downstream/cython_loop.pyx"
-    assert cython in SNIPPET.findall(NATIVE_GUIDE.read_text())
+def test_native_examples_are_found() -> None:
+    """The extraction sees the pages' sources (a change of fence style would skip them),
+    only the built pages have any, and the Cython example is the downstream package's
+    (built by tests/test_downstream_package.py)."""
+    assert list(sources(NATIVE_GUIDE)) == [
+        "native_c.c",
+        "native_cpp.cpp",
+        "native_batch.cpp",
+        "bound_c.c",
+        "quad_callback.c",
+    ]
+    assert list(sources(DOCS / "guide" / "custom-calls.md")) == ["scale_add.cc"]
+    assert list(sources(DOCS / "quickstart.md")) == ["quickstart.c"]
+    for page in set(PAGES) - set(BUILT_PAGES):
+        assert not sources(page), f"{page} shows sources that no test builds"
+    shown = [match[0] for match in SHOWN_FILE.findall(NATIVE_GUIDE.read_text())]
+    assert "examples/downstream/src/cyxla_downstream/cython_loop.pyx" in shown
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
 def test_links_into_the_repository_exist(page: Path) -> None:
-    """Links to files of the repository outside docs/ (which MkDocs does not check) and
-    snippets (`--8<--`) name files that exist."""
+    """Links resolve on a repository page, and a link out of docs/ is a shown file (the
+    site has no page for it, so `mkdocs build --strict` refuses any other): its text
+    names the file it links to, from the repository's root."""
     text = page.read_text()
     for target in LINK.findall(text):
         path = (page.parent / target.split("#")[0]).resolve()
         assert path.exists(), f"{page.relative_to(ROOT)} links to missing {target}"
-    for snippet in SNIPPET.findall(text):
-        assert (ROOT / snippet).is_file(), f"{page.relative_to(ROOT)} includes missing {snippet}"
+    for path, climb, target in SHOWN_FILE.findall(text):
+        assert path == target, f"{page.relative_to(ROOT)}: [`{path}`] links to {target}"
+        assert (page.parent / (climb + target)).resolve() == ROOT / path
+        assert (ROOT / path).is_file(), f"{page.relative_to(ROOT)} shows missing {path}"
 
 
 def test_every_page_is_in_the_nav() -> None:

@@ -1,14 +1,15 @@
 """`python -m cyxla`: list plugins, report the environment, run the demo or the benchmark, show
-and empty the disk cache, export a function as a program file; `--cmake-dir` and
-`--pkgconfig-dir` print where native builds find cyxla."""
+and empty the disk cache, export a function as a program file; `--includes`, `--cmake-dir`
+and `--pkgconfig-dir` print where native builds find cyxla."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import sysconfig
 from collections.abc import Sequence
 
-from cyxla._abi import get_cmake_dir, get_pkgconfig_dir
+from cyxla._abi import get_cmake_dir, get_include, get_pkgconfig_dir
 from cyxla._cli import bench, cache, demo, export, info, plugins
 
 _COMMANDS = {
@@ -32,6 +33,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cyxla", description=__doc__)
     # Where native builds find cyxla, as pybind11 and nanobind print it.
     parser.add_argument(
+        "--includes",
+        action="store_true",
+        help="print the compiler flags of an extension module: -I for Python.h and cyxla.h",
+    )
+    parser.add_argument(
         "--cmake-dir", action="store_true", help="print the directory of cyxlaConfig.cmake"
     )
     parser.add_argument(
@@ -43,6 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name in _ARGUMENTS:
             _ARGUMENTS[name](command)
     args = parser.parse_args(argv)
+    if args.includes:
+        directories = [sysconfig.get_paths()["include"], get_include()[0]]
+        # Unquoted, as pybind11's: the shell splits $(python -m cyxla --includes) at spaces.
+        print(" ".join(f"-I{directory}" for directory in directories))
+        return 0
     if args.cmake_dir or args.pkgconfig_dir:
         print(get_cmake_dir() if args.cmake_dir else get_pkgconfig_dir())
         return 0
