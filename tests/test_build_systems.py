@@ -66,8 +66,10 @@ def test_project_builds_and_runs(directory: str, tmp_path: Path) -> None:
     # environment (no index in the tests) and installs into a directory of its own.
     target = tmp_path / "site"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps"]
-        + ["--target", str(target), str(project)],
+        [
+            *(sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps"),
+            *("--target", str(target), str(project)),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

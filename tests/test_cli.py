@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
+
 from support import plugin_library, run_cyxla
 
 _RESULT = re.compile(r"^(cyxla|jax\.jit|native) +result\[0, :4\]: \[([^\]]*)\]$", re.M)

@@ -167,3 +167,27 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "api" / "executables" / "index.html").is_file()
+
+
+def test_changelog_names_every_abi_version() -> None:
+    """The changelog has a section per native API version, up to the header's."""
+    header = (ROOT / "include" / "cyxla" / "cyxla.h").read_text()
+    (current,) = re.findall(r"^#define CYXLA_ABI_VERSION (\d+)$", header, re.MULTILINE)
+    changelog = (DOCS / "changelog.md").read_text()
+    sections = re.findall(r"^## ABI version (\d+) ", changelog, re.MULTILINE)
+    assert sections == [str(v) for v in range(int(current), 0, -1)]
+    assert f"## Since ABI version {current}," in changelog
+    version = (ROOT / "python" / "cyxla" / "_version.py").read_text()
+    (package,) = re.findall(r'^__version__ = "([^"]+)"$', version, re.MULTILINE)
+    assert f"`cyxla.__version__`, is {package}" in changelog
+
+
+def test_home_page_lists_every_guide() -> None:
+    """docs/index.md's "Where to go next" links every guide of the nav."""
+    index = (DOCS / "index.md").read_text()
+    listed = set(LINK.findall(index[index.index("## Where to go next") :]))
+    nav = (ROOT / "mkdocs.yml").read_text()
+    guides = nav[nav.index("  - Guides:\n") :].split("\n  - ")[1]
+    wanted = set(re.findall(r": (\S+\.md)$", guides, re.MULTILINE))
+    assert len(wanted) >= 7
+    assert wanted <= listed, f"not listed: {sorted(wanted - listed)}"
