@@ -97,3 +97,24 @@ def test_includes_name_the_headers_of_an_extension_module() -> None:
     assert flags == [f"-I{sysconfig.get_paths()['include']}", f"-I{cx.get_include()[0]}"]
     assert (Path(flags[0][2:]) / "Python.h").is_file()
     assert (Path(flags[1][2:]) / "cyxla" / "cyxla.h").is_file()
+
+
+@pytest.mark.parametrize("command", ["plugins", "info", "demo", "bench", "cache", "export"])
+def test_every_command_explains_itself(command: str) -> None:
+    """`--help` of each command says what it does and its exit statuses."""
+    result = run_cyxla(command, "--help")
+    assert result.returncode == 0, result.stderr
+    _, description = result.stdout.split("\n\n", 1)
+    assert len(description.split("\n\n", 1)[0]) > 100, result.stdout
+    assert "exit status: 0" in result.stdout
+
+
+def test_export_help_shows_an_example() -> None:
+    result = run_cyxla("export", "--help")
+    assert "  python -m cyxla export mymodel:predict --arg f32[16,64]" in result.stdout
+
+
+def test_version_names_the_package_and_the_abi() -> None:
+    result = run_cyxla("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"cyxla {cx.__version__} (native ABI {cx.ABI_VERSION})\n"

@@ -521,6 +521,8 @@ def test_cli_lists_the_cpu_plugin_as_loadable(library: str) -> None:
     assert "StableHLO " in lines[at + 2]
     assert "cuda12 (cuda)" in lines
     assert "  not installed: pip install 'cyxla[cuda12]'" in lines
+    # Installed plugins come first, the ones that are not after them.
+    assert lines[1] != "  library: -" and at < lines.index("cuda12 (cuda)")
     # The explicit command prints the same.
     explicit = run_cyxla("plugins")
     assert explicit.returncode == 0 and explicit.stdout == result.stdout
