@@ -4,6 +4,7 @@ run, and its links into the repository exist."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import cyxla as cx
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -166,7 +169,27 @@ def test_site_builds_strict(tmp_path: Path) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "api" / "executables" / "index.html").is_file()
+    executables = (tmp_path / "api" / "executables" / "index.html").read_text()
+    for documented in ("Executable.inputs", "Executable.outputs", "Executable.platform"):
+        assert f'id="cyxla.{documented}"' in executables
+    # Constructors of what cyxla makes are not the reader's to call.
+    for page in (tmp_path / "api").rglob("*.html"):
+        assert '.__init__"' not in page.read_text(), page
+
+
+def test_public_methods_and_properties_have_docstrings() -> None:
+    """What the reference shows of each public class says what it is."""
+    missing = []
+    for name in cx.__all__:
+        cls = getattr(cx, name)
+        if not inspect.isclass(cls) or not cls.__module__.startswith("cyxla"):
+            continue
+        for attribute, value in vars(cls).items():
+            function = value.fget if isinstance(value, property) else value
+            public = not attribute.startswith("_") and inspect.isfunction(function)
+            if public and not function.__doc__:
+                missing.append(f"{name}.{attribute}")
+    assert not missing
 
 
 def test_changelog_names_every_abi_version() -> None:

@@ -30,6 +30,7 @@ class LoadedPlugin:
 
     @property
     def pjrt_version(self) -> tuple[int, int]:
+        """The plugin's PJRT C API version, (major, minor)."""
         return self.plugin.version
 
 

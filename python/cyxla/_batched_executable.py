@@ -39,8 +39,9 @@ class BatchedExecutable:
     ) -> None:
         self._native = native
         self.program = program
-        #: One executable per batch size, as `program.programs`.
+        """The `BatchedProgram` this executable was compiled from."""
         self.executables = executables
+        """One `Executable` per batch size, in the order of `batch_sizes`."""
         self._handle = LazyHandle()
         self._inputs = program.inputs
         self._outputs = program.outputs
@@ -53,10 +54,12 @@ class BatchedExecutable:
 
     @property
     def platform(self) -> str:
+        """The platform the program was lowered and compiled for: cpu, cuda, rocm or tpu."""
         return self.program.platform
 
     @property
     def batch_sizes(self) -> tuple[int, ...]:
+        """The batch sizes it was compiled at, ascending."""
         return self.program.batch_sizes
 
     @property

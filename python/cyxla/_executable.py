@@ -66,6 +66,7 @@ class Executable:
         #: The C++ executable that `run` calls (internal: tests and the benchmark use it).
         self._native = native
         self.program = program
+        """The `Program` this executable was compiled from."""
         self._handle = LazyHandle()
         #: Per input: (shape, dtype, the dtype handed to the core).
         self._in = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.inputs]
@@ -93,14 +94,17 @@ class Executable:
 
     @property
     def platform(self) -> str:
+        """The platform the program was lowered and compiled for: cpu, cuda, rocm or tpu."""
         return self.program.platform
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
+        """The shape and dtype of each input, in order: what `run` takes."""
         return self.program.inputs
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
+        """The shape and dtype of each output, in order: what `run` returns."""
         return self.program.outputs
 
     @property

@@ -90,6 +90,7 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
+        """The size of an array of this shape and dtype, in bytes."""
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
     def __str__(self) -> str:
