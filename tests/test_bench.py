@@ -291,6 +291,25 @@ def test_the_plot_draws_every_path(tmp_path: Path) -> None:
     assert "<svg" in svg and svg.count('id="patch_') >= 2 + 2
 
 
+def test_the_plot_of_one_program_shows_its_title_and_legend_whole() -> None:
+    """One program makes the narrowest figure: its title fits it, and the legend beside
+    the axes overlaps no bar."""
+    row = {"median_ns": 1.0, "ratio_to_pjrt_floor": 3.0, "ratio_to_pjrt_floor_quartiles": [2, 4]}
+    paths = {name: row for name in ("native", "run", "bound", "jax_jit")}
+    figure = plot.draw({"rounds": 21, "programs": {"sin3": {"description": "d", **paths}}})
+    try:
+        renderer = figure.canvas.get_renderer()
+        page = figure.get_window_extent(renderer)
+        (axes,) = figure.axes
+        title = axes.title.get_window_extent(renderer)
+        assert page.x0 <= title.x0 and title.x1 <= page.x1, (title, page)
+        legend = axes.get_legend().get_window_extent(renderer)
+        for bar in axes.patches:
+            assert not bar.get_window_extent(renderer).overlaps(legend)
+    finally:
+        plot.pyplot().close(figure)
+
+
 def test_bench_prints_a_table_without_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
