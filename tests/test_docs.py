@@ -214,3 +214,24 @@ def test_home_page_lists_every_guide() -> None:
     wanted = set(re.findall(r": (\S+\.md)$", guides, re.MULTILINE))
     assert len(wanted) >= 7
     assert wanted <= listed, f"not listed: {sorted(wanted - listed)}"
+
+
+def test_cpp_reference_lists_every_public_member() -> None:
+    """docs/cpp-api.md has a section per class of cyxla.hpp that names each of its public
+    members (constructors by the class's name), and no member the header lacks."""
+    header = (ROOT / "include" / "cyxla" / "cyxla.hpp").read_text()
+    page = (DOCS / "cpp-api.md").read_text()
+    sections = dict(re.findall(r"^## `(\w+)(?:\(\))?`\n(.*?)(?=^## |\Z)", page, re.M | re.S))
+    classes = re.findall(r"^class (\w+) [^\n]*\{\n(.*?)^\};", header, re.M | re.S)
+    names = [name for name, _ in classes]
+    assert names == ["Error", "Runtime", "HostArray", "Program", "BoundCall"]
+    assert set(sections) == {"import", *names}
+    for name, body in classes:
+        public = body.split("\n private:")[0]
+        # A declaration at the class's indentation: `  [type ](name)[<T>](`.
+        declared = r"^  (?:[\w:<>&*][\w:<>&*, ]* )?(\w+)(?:<\w+>)?\("
+        members = set(re.findall(declared, public, re.M))
+        members -= {"operator"}
+        listed = set(re.findall(r"^\| `(\w+)(?:<\w+>)?\(", sections[name], re.M))
+        listed |= set(re.findall(r", `(\w+)\(", sections[name]))
+        assert members == listed, f"{name}: header {sorted(members)}, page {sorted(listed)}"
