@@ -235,3 +235,28 @@ def test_cpp_reference_lists_every_public_member() -> None:
         listed = set(re.findall(r"^\| `(\w+)(?:<\w+>)?\(", sections[name], re.M))
         listed |= set(re.findall(r", `(\w+)\(", sections[name]))
         assert members == listed, f"{name}: header {sorted(members)}, page {sorted(listed)}"
+
+
+def test_abi_versions_list_every_slot_they_added() -> None:
+    """The version table of docs/native-api.md and the changelog's section of each ABI
+    version name every function that version added to cyxla.h's table (its slots after
+    the header's `/* Version N` comments)."""
+    header = (ROOT / "include" / "cyxla" / "cyxla.h").read_text()
+    table = re.search(r"^typedef struct cyxla_Api \{\n(.*?)^\} cyxla_Api;", header, re.M | re.S)
+    assert table is not None
+    added: dict[int, list[str]] = {1: []}
+    for line in table.group(1).splitlines():
+        if version := re.match(r"\s*/\* Version (\d+)", line):
+            added.setdefault(int(version.group(1)), [])
+        elif slot := re.search(r"\(\*(\w+)\)\(", line):
+            added[max(added)].append(f"cyxla_{slot.group(1)}")
+    assert len(added[1]) == 5 and max(added) >= 2
+    native_api = (DOCS / "native-api.md").read_text()
+    changelog = (DOCS / "changelog.md").read_text()
+    for version, functions in added.items():
+        (row,) = re.findall(rf"^\| {version} \| .*$", native_api, re.M)
+        section = changelog.split(f"## ABI version {version} ")[1].split("\n## ")[0]
+        for function in functions if version > 1 else []:
+            assert f"`{function}`" in row, f"native-api.md's row {version} lacks {function}"
+        for function in functions:
+            assert f"`{function}`" in section, f"changelog's ABI {version} lacks {function}"
