@@ -145,12 +145,19 @@ def _carried(array: np.ndarray) -> np.ndarray:
 def compile_batched(
     program: BatchedProgram, *, options: Mapping[str, Any] | None = None
 ) -> tuple[BatchedExecutable, CompileStatistics]:
-    """Compiles each program of `program` (what `lower_batched` returns) with
-    `compile_program`, disk cache included, into one `BatchedExecutable`.
+    """Compiles each program of `program` with `compile_program`, disk cache included,
+    into one `BatchedExecutable`.
 
-    `options` are `compile_program`'s. The statistics add up the sizes' seconds;
-    `cache_hit` is whether every size came from the disk cache. TypeError if `program`
-    is not a BatchedProgram.
+    Args:
+        program: What `lower_batched` returns.
+        options: `compile_program`'s, for every batch size.
+
+    Returns:
+        The batched executable, and statistics that add up the sizes' seconds
+        (`cache_hit` is whether every size came from the disk cache).
+
+    Raises:
+        TypeError: `program` is not a BatchedProgram.
     """
     if not isinstance(program, BatchedProgram):
         raise TypeError(

@@ -122,19 +122,25 @@ class Program:
     compile_options: bytes | None = field(default=None, repr=False, compare=False)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes the program to a program file at `path` for `load_program`, here or in
-        another process, or for cyxla's C and C++ loaders (docs/program-file.md).
+        """Writes the program to a program file for `load_program`, here or in another
+        process, or for cyxla's C and C++ loaders (docs/program-file.md).
 
         The file holds the StableHLO, the specs, the platform, the custom-call targets,
         the compile options `compile_program` uses with no overrides, the versions that
         lowered it and the output structure. It is written whole or not at all (a
-        temporary file renamed into place). UnsupportedProgramError if the output holds
-        containers other than tuples, lists, dicts and None (a custom pytree node, which
-        would have to import code to rebuild); save `dataclasses.replace(program,
-        output_tree=None)` to keep its outputs as a flat tuple instead. ValueError if the
-        name holds a line break; OSError if the file cannot be written. The file is
-        created as the process creates any file (readable by others unless the umask
-        says otherwise).
+        temporary file renamed into place), and created as the process creates any file
+        (readable by others unless the umask says otherwise).
+
+        Args:
+            path: The file to write.
+
+        Raises:
+            UnsupportedProgramError: the output holds containers other than tuples,
+                lists, dicts and None (a custom pytree node, which would have to import
+                code to rebuild); save `dataclasses.replace(program, output_tree=None)`
+                to keep its outputs as a flat tuple instead.
+            ValueError: the program's name holds a line break.
+            OSError: the file cannot be written (a missing directory, no permission).
         """
         _write_atomically(
             _file_path(path, "Program.save"), program_file_bytes(self, "Program.save")
