@@ -4,12 +4,14 @@ run, and its links into the repository exist."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -24,8 +26,20 @@ LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s]+)\)")
 # A source file written out in a page: ```c title="native_c.c" (GitHub reads the
 # language, the site shows the title); the tests write it under that name and build it.
 SOURCE_BLOCK = re.compile(r'^```\w+ title="([^"/]+)"\n(.*?)^```$', re.DOTALL | re.MULTILINE)
-# A file of the repository outside docs/ that a page shows (docs/hooks/repository_files.py).
-SHOWN_FILE = re.compile(r"^\[`([^`]+)`\]\(((?:\.\./)+)([^)#\s]+)\)$", re.MULTILINE)
+
+
+def _site_hook() -> ModuleType:
+    """docs/hooks/repository_files.py, the MkDocs hook that shows repository files."""
+    spec = importlib.util.spec_from_file_location("repository_files", HOOK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HOOK = DOCS / "hooks" / "repository_files.py"
+# A file of the repository outside docs/ that a page shows: the hook's own pattern.
+SHOWN_FILE: re.Pattern[str] = _site_hook().SHOWN_FILE
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NATIVE_GUIDE = DOCS / "guide" / "native.md"
 # The pages whose sources the tests build, with the bash block of the page that names each.
@@ -152,6 +166,12 @@ def test_links_into_the_repository_exist(page: Path) -> None:
         assert (ROOT / path).is_file(), f"{page.relative_to(ROOT)} shows missing {path}"
 
 
+def test_no_page_holds_an_include_directive() -> None:
+    """A repository page shows Markdown as it is: an include line would show as such."""
+    for page in PAGES:
+        assert "--8<--" not in page.read_text(), page
+
+
 def test_every_page_is_in_the_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text()
     for page in PAGES:
@@ -172,6 +192,9 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     executables = (tmp_path / "api" / "executables" / "index.html").read_text()
     for documented in ("Executable.inputs", "Executable.outputs", "Executable.platform"):
         assert f'id="cyxla.{documented}"' in executables
+    # Files of the repository that pages show (the hook) are on the site, under their path.
+    standalone = (tmp_path / "guide" / "standalone" / "index.html").read_text()
+    assert '<span class="filename">examples/standalone/run.c</span>' in standalone
     # Constructors of what cyxla makes are not the reader's to call.
     for page in (tmp_path / "api").rglob("*.html"):
         assert '.__init__"' not in page.read_text(), page
