@@ -99,7 +99,9 @@ def test_includes_name_the_headers_of_an_extension_module() -> None:
     assert (Path(flags[1][2:]) / "cyxla" / "cyxla.h").is_file()
 
 
-@pytest.mark.parametrize("command", ["plugins", "info", "demo", "bench", "cache", "export"])
+@pytest.mark.parametrize(
+    "command", ["plugins", "info", "demo", "bench", "cache", "export", "verify"]
+)
 def test_every_command_explains_itself(command: str) -> None:
     """`--help` of each command says what it does and its exit statuses."""
     result = run_cyxla(command, "--help")

@@ -1,6 +1,7 @@
 """`python -m cyxla`: list plugins, report the environment, run the demo or the benchmark, show
-and empty the disk cache, export a function as a program file; `--includes`, `--cmake-dir`
-and `--pkgconfig-dir` print where native builds find cyxla."""
+and empty the disk cache, export a function as a program file, vet program files from
+elsewhere; `--includes`, `--cmake-dir` and `--pkgconfig-dir` print where native builds find
+cyxla."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sysconfig
 from collections.abc import Sequence
 
 from cyxla._abi import abi_version, get_cmake_dir, get_include, get_pkgconfig_dir
-from cyxla._cli import bench, cache, demo, export, info, plugins
+from cyxla._cli import bench, cache, demo, export, info, plugins, verify
 from cyxla._version import __version__
 
 _COMMANDS = {
@@ -20,6 +21,7 @@ _COMMANDS = {
     "bench": (bench.main, "time one call of small programs through every path, beside jax.jit"),
     "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
     "export": (export.main, "lower MODULE:FUNCTION at --arg specs and save it as a program file"),
+    "verify": (verify.main, "load and compile program files in a child process, with limits"),
 }
 #: What `python -m cyxla COMMAND --help` says beyond the one line above: what the command
 #: prints and its exit statuses (argparse exits 2 on bad arguments for every command).
@@ -62,6 +64,15 @@ example:
 
 exit status: 0 when the file was written, 1 when lowering or writing failed, 2 when
 MODULE:FUNCTION could not be imported or found (or the arguments are malformed)""",
+    "verify": """Load and compile each program file in a child process with time and memory
+limits (cyxla.verify_program_file), and print whether it was accepted or why it was
+refused (the plugin crashed, with its signal and last words; it ran past the time; it
+held more memory), so that a service can vet files from elsewhere before loading them.
+
+example:
+  python -m cyxla verify model.cyxla --timeout 60 --memory-limit 2048
+
+exit status: 0 when every file is accepted, 1 when any is refused""",
 }
 #: Commands that take arguments: these add them to their parser and get the parsed ones.
 _ARGUMENTS = {
@@ -69,6 +80,7 @@ _ARGUMENTS = {
     "cache": cache.add_arguments,
     "export": export.add_arguments,
     "plugins": plugins.add_arguments,
+    "verify": verify.add_arguments,
 }
 
 
