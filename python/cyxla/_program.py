@@ -252,11 +252,20 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
 def load_program(path: str | os.PathLike[str]) -> Program:
     """The program that `Program.save` wrote to `path`, ready for `compile_program`.
 
-    Everything in the file is checked before it is used: ProgramFileError (a ValueError)
-    names the file and says what is wrong (`reason`: not a program file, written by a
-    newer cyxla, truncated or trailing bytes, altered or corrupted, malformed metadata).
-    OSError if it cannot be read. A file without an output structure gives a program
-    whose outputs are a flat tuple.
+    Everything in the file is checked before it is used. A file without an output
+    structure gives a program whose outputs are a flat tuple.
+
+    Args:
+        path: The program file.
+
+    Returns:
+        The program, as `lower` made it.
+
+    Raises:
+        ProgramFileError: the file is not a program file, was written by a newer cyxla,
+            is truncated or has trailing bytes, was altered or corrupted, or holds
+            malformed metadata; it names the file, and `reason` says which.
+        OSError: the file cannot be read.
     """
     file = _file_path(path, "load_program")
     return program_from_file_bytes(file.read_bytes(), str(file))
