@@ -41,3 +41,19 @@ def test_extras_tables_name_the_packages_pyproject_installs() -> None:
             (row,) = re.findall(rf"^\| (?:`\w+`, )*`{extra}`(?:, `\w+`)* \|.*$", text, re.M)
             for package in packages:
                 assert f"`{package}`" in row, f"{page.name}: the {extra} row lacks {package}"
+
+
+def test_every_mention_of_the_cache_default_puts_xdg_first() -> None:
+    """Where README, the docs or a docstring give the disk cache's default directory, they
+    give `$XDG_CACHE_HOME/cyxla` before `~/.cache/cyxla`, as the core chooses (they once
+    gave `~/.cache/cyxla` alone)."""
+    root = README.parent
+    texts = [README, *(root / "docs").rglob("*.md"), *(root / "python" / "cyxla").rglob("*.py")]
+    mentions = 0
+    for path in texts:
+        text = " ".join(path.read_text().split())  # one line: mentions wrap
+        for match in re.finditer(re.escape("~/.cache/cyxla"), text):
+            mentions += 1
+            before = text[max(0, match.start() - 40) : match.start()]
+            assert "$XDG_CACHE_HOME/cyxla" in before, f"{path}: ...{before}~/.cache/cyxla"
+    assert mentions >= 3
