@@ -270,14 +270,24 @@ def lower(
 ) -> Program:
     """Lowers `fn(*args)` to a program for `compile_program`.
 
-    `args` holds one entry per positional argument of `fn`: a `jax.ShapeDtypeStruct`, an
-    array (only its shape and dtype count), or a pytree of them. `custom_calls` names
-    custom-call targets that `fn` may call beyond those `jax.export` already trusts (a
-    sequence of str: a lone str raises TypeError).
-
     The program's inputs are the dtypes JAX lowers to: without 64-bit mode
     (`jax_enable_x64`) a 64-bit spec becomes its 32-bit type, and `lower` warns
     (UserWarning) naming each such argument.
+
+    Args:
+        fn: A JAX function, jitted or not.
+        args: One entry per positional argument of `fn`: a `jax.ShapeDtypeStruct`, an
+            array (only its shape and dtype count), or a pytree of them.
+        custom_calls: Custom-call targets that `fn` may call beyond those `jax.export`
+            already trusts.
+
+    Returns:
+        The program: its StableHLO, input and output specs, platform and custom calls.
+
+    Raises:
+        TypeError: `custom_calls` is a lone str, or holds names that are not str.
+        UnsupportedProgramError: `fn` calls what a plugin cannot run (a Python callback,
+            an untyped custom call), naming it.
     """
     name = getattr(fn, "__name__", "the function")
     targets = _target_names(custom_calls)

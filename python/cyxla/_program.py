@@ -87,6 +87,7 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
+        """The size of an array of this shape and dtype, in bytes."""
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
     def __str__(self) -> str:
@@ -123,19 +124,25 @@ class Program:
     donated_outputs: tuple[int, ...] = ()
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes the program to a program file at `path` for `load_program`, here or in
-        another process, or for cyxla's C and C++ loaders (docs/program-file.md).
+        """Writes the program to a program file for `load_program`, here or in another
+        process, or for cyxla's C and C++ loaders (docs/program-file.md).
 
         The file holds the StableHLO, the specs, the platform, the custom-call targets,
         the compile options `compile_program` uses with no overrides, the versions that
         lowered it and the output structure. It is written whole or not at all (a
-        temporary file renamed into place). UnsupportedProgramError if the output holds
-        containers other than tuples, lists, dicts and None (a custom pytree node, which
-        would have to import code to rebuild); save `dataclasses.replace(program,
-        output_tree=None)` to keep its outputs as a flat tuple instead. ValueError if the
-        name holds a line break; OSError if the file cannot be written. The file is
-        created as the process creates any file (readable by others unless the umask
-        says otherwise).
+        temporary file renamed into place), and created as the process creates any file
+        (readable by others unless the umask says otherwise).
+
+        Args:
+            path: The file to write.
+
+        Raises:
+            UnsupportedProgramError: the output holds containers other than tuples,
+                lists, dicts and None (a custom pytree node, which would have to import
+                code to rebuild); save `dataclasses.replace(program, output_tree=None)`
+                to keep its outputs as a flat tuple instead.
+            ValueError: the program's name holds a line break.
+            OSError: the file cannot be written (a missing directory, no permission).
         """
         _write_atomically(
             _file_path(path, "Program.save"), program_file_bytes(self, "Program.save")
@@ -245,11 +252,20 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
 def load_program(path: str | os.PathLike[str]) -> Program:
     """The program that `Program.save` wrote to `path`, ready for `compile_program`.
 
-    Everything in the file is checked before it is used: ProgramFileError (a ValueError)
-    names the file and says what is wrong (`reason`: not a program file, written by a
-    newer cyxla, truncated or trailing bytes, altered or corrupted, malformed metadata).
-    OSError if it cannot be read. A file without an output structure gives a program
-    whose outputs are a flat tuple.
+    Everything in the file is checked before it is used. A file without an output
+    structure gives a program whose outputs are a flat tuple.
+
+    Args:
+        path: The program file.
+
+    Returns:
+        The program, as `lower` made it.
+
+    Raises:
+        ProgramFileError: the file is not a program file, was written by a newer cyxla,
+            is truncated or has trailing bytes, was altered or corrupted, or holds
+            malformed metadata; it names the file, and `reason` says which.
+        OSError: the file cannot be read.
     """
     file = _file_path(path, "load_program")
     return program_from_file_bytes(file.read_bytes(), str(file))

@@ -56,18 +56,24 @@ def register_ffi_target(
 ) -> None:
     """Registers a typed XLA FFI handler as the custom-call target `name`.
 
-    Takes the arguments of `jax.ffi.register_ffi_target`: `target` is a PyCapsule that
-    holds an `XLA_FFI_Handler*` (for example from `jax.ffi.pycapsule`), or a dict from
-    stage names to capsules; `platform` is "cpu", "cuda" or "rocm"; `api_version` must be
-    1 (the typed FFI); `traits` are XLA FFI handler traits. The handler is registered
-    with the plugin now if the plugin of `platform` is loaded, and when it loads
-    otherwise.
+    Takes the arguments of `jax.ffi.register_ffi_target`. The handler is registered with
+    the plugin now if the plugin of `platform` is loaded, and when it loads otherwise. A
+    target the plugin cannot take (api_version 0, or stages beyond `execute`) is
+    recorded, and `lower` and `compile_program` name it in the error they raise for a
+    program that calls it. Registering the same handler again does nothing.
 
-    A handler that the loaded plugin rejects raises UnsupportedProgramError, naming the
-    XLA FFI versions of the handler and of the plugin. A target the plugin cannot take
-    (api_version 0, or stages beyond `execute`) is recorded, and `lower` and
-    `compile_program` name it in the error they raise for a program that calls it.
-    Registering another handler under a name that already has one raises ValueError.
+    Args:
+        name: The custom-call target, as programs call it.
+        target: A PyCapsule that holds an `XLA_FFI_Handler*` (for example from
+            `jax.ffi.pycapsule`), or a dict from stage names to capsules.
+        platform: "cpu", "cuda" or "rocm".
+        api_version: 1, the typed FFI (0, the untyped one, is recorded as unusable).
+        traits: XLA FFI handler traits.
+
+    Raises:
+        UnsupportedProgramError: the loaded plugin rejects the handler; the message
+            names the XLA FFI versions of the handler and of the plugin.
+        ValueError: another handler is registered under `name` already.
     """
     entry = target_from(name, target, platform, api_version, int(traits), origin="cyxla")
     with lock:
