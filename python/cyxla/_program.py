@@ -16,9 +16,10 @@ import jaxlib
 import numpy as np
 
 from cyxla import _core
+from cyxla._callbacks import PYTHON_CALLBACK_TARGET, refusal_hint
 from cyxla._compile_options import compile_options
 from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
-from cyxla._errors import DtypeError, InvalidArgumentError
+from cyxla._errors import DtypeError, InvalidArgumentError, UnsupportedProgramError
 from cyxla._jaxlib import _jax, ir, mlir
 from cyxla._output_tree import decode_tree, encode_tree
 from cyxla._version import __version__
@@ -119,6 +120,9 @@ class Program:
     #: which `compile_program` uses when given no `options`; None for a program that
     #: `lower` made (cyxla's default options).
     compile_options: bytes | None = field(default=None, repr=False, compare=False)
+    #: The Python functions the program calls back (host callbacks that `lower` kept, run
+    #: by this process only), as messages name them.
+    callbacks: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the program to a program file at `path` for `load_program`, here or in
@@ -126,7 +130,9 @@ class Program:
 
         The file holds the StableHLO, the specs, the platform, the custom-call targets,
         the compile options `compile_program` uses with no overrides, the versions that
-        lowered it and the output structure. It is written whole or not at all (a
+        lowered it and the output structure. A program that calls back into Python
+        (`callbacks`) raises UnsupportedProgramError: its callbacks are functions of this
+        process. It is written whole or not at all (a
         temporary file renamed into place). UnsupportedProgramError if the output holds
         containers other than tuples, lists, dicts and None (a custom pytree node, which
         would have to import code to rebuild); save `dataclasses.replace(program,
@@ -224,6 +230,13 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     """The program file of `program`, written by the core (src/program/program_file.cpp);
     UnsupportedProgramError naming `writer` if its output structure cannot be kept,
     InvalidArgumentError (a ValueError) if a text field holds a line break."""
+    if PYTHON_CALLBACK_TARGET in program.custom_calls:
+        names = list(program.callbacks) or ["a Python function"]
+        raise UnsupportedProgramError(
+            f"{writer}: {program.name} calls back into Python ({', '.join(names)}), and its "
+            "callbacks run only in the process that lowered it; lower the function without "
+            f"them to keep the program{refusal_hint(names)}"
+        )
     tree = None
     if program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from cyxla import _core
+from cyxla._callbacks import PYTHON_CALLBACK_TARGET
 from cyxla._errors import CompileError, UnsupportedProgramError
 from cyxla._ffi import registry
 from cyxla._ffi.plugin import MISSING_FFI
@@ -42,8 +43,10 @@ _MISSING_UNTYPED = re.compile(r"No registered implementation for untyped custom 
 
 def trusted_targets(platform: str) -> frozenset[str]:
     """Targets that `lower` lets through jax.export's checks without being named: the
-    handlers cyxla registers from jaxlib."""
-    return frozenset(jaxlib_targets()) if platform == "cpu" else frozenset()
+    handlers cyxla registers from jaxlib, and its own of Python callbacks."""
+    if platform != "cpu":
+        return frozenset()
+    return frozenset({*jaxlib_targets(), PYTHON_CALLBACK_TARGET})
 
 
 def check_lowered(text: str, function: str, platform: str) -> None:
