@@ -388,17 +388,13 @@ def test_the_native_loader_refuses_a_file_that_calls_back(tmp_path: Path) -> Non
     path = tmp_path / "sin.cyxla"
     program.save(path)
     path.write_bytes(
-        replace_metadata(
-            path.read_bytes(), "cyxla_version", f"custom_call {TARGET}\ncyxla_version"
-        )
+        replace_metadata(path.read_bytes(), "cyxla_version", f"custom_call {TARGET}\ncyxla_version")
     )
     cx.initialize(platform="cpu")  # the runtime that the C caller's open_runtime shares
     handle, error = ctypes.c_uint64(0), Error()
     assert table().open_runtime(None, ctypes.byref(error)) == 0, error.message
     try:
-        status = table().load_program(
-            str(path).encode(), ctypes.byref(handle), ctypes.byref(error)
-        )
+        status = table().load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
     finally:
         table().close_runtime()
     assert status != 0 and handle.value == 0

@@ -200,7 +200,11 @@ def _write(callback: _Callback, values: Any, results: list[memoryview]) -> None:
 
 def _type_name(error: BaseException) -> str:
     kind = type(error)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
 
 
 def dispatch(callback_id: int, operands: list[memoryview], results: list[memoryview]) -> str | None:

@@ -129,8 +129,9 @@ def unsupported_reason(platform: str, name: str) -> str | None:
 
 def register_on_load(plugin: _core.Plugin, runtime: _core.Runtime, platform: str) -> None:
     """Registers what the newly loaded plugin of `platform` should hold: cyxla's own
-    handlers (Python callbacks, on the CPU), jaxlib's CPU handlers, the targets JAX holds (when mirroring), and those recorded so far.
-    Rejections are recorded, not raised: a program that needs one raises at compile."""
+    handlers (Python callbacks, on the CPU), jaxlib's CPU handlers, the targets JAX holds
+    (when mirroring), and those recorded so far. Rejections are recorded, not raised: a
+    program that needs one raises at compile."""
     global _loaded
     entries: list[Target] = cyxla_targets(platform)
     if platform == "cpu":

@@ -19,8 +19,8 @@ from cyxla._platforms import XLA_PLATFORMS
 
 __all__ = [
     "JAXLIB_CPU_MODULES",
-    "cyxla_targets",
     "MIRROR_ENVIRONMENT_VARIABLE",
+    "cyxla_targets",
     "jax_held_targets",
     "jaxlib_targets",
     "mirroring_enabled",
