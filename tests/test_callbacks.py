@@ -263,6 +263,30 @@ def test_io_callback_runs_for_its_effect() -> None:
     assert log == [3.0]
 
 
+def test_checkify_checks_outside_checkify_raise_at_run() -> None:
+    from jax.experimental import checkify
+
+    def positive_log(x: jax.Array) -> jax.Array:
+        checkify.check(jnp.all(x > 0), "x must be positive, got {v}", v=x[0])
+        return jnp.log(x)
+
+    def fn(x: jax.Array) -> jax.Array:
+        error, y = checkify.checkify(positive_log)(x)
+        checkify.check_error(error)
+        return y
+
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    jax.config.update("jax_experimental_unsafe_xla_runtime_errors", True)
+    try:
+        executable = compiled(fn, x)[1]
+        expected = jax.jit(fn)(x)
+    finally:
+        jax.config.update("jax_experimental_unsafe_xla_runtime_errors", False)
+    np.testing.assert_allclose(executable.run([x])[0], expected, rtol=1e-6)
+    with pytest.raises(cx.PjrtError, match=r"x must be positive, got -1.0"):
+        executable.run([-x])
+
+
 def test_ordered_callbacks_are_refused_at_lower() -> None:
     from jax.experimental import io_callback
 

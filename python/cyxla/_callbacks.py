@@ -26,7 +26,7 @@ import numpy as np
 
 from cyxla import _core
 from cyxla._errors import UnsupportedProgramError
-from cyxla._jaxlib import CALLBACK_PRIMITIVES, ordered_effects
+from cyxla._jaxlib import CALLBACK_PRIMITIVES, CHECKIFY_CHECK, ordered_effects, xla_runtime_errors
 
 __all__ = [
     "PYTHON_CALLBACK_TARGET",
@@ -122,16 +122,28 @@ class CallbackLowering:
 
     def rules(self) -> tuple[tuple[Any, Callable[..., Any]], ...]:
         # A tuple: JAX hashes the rules into its lowering cache's key.
-        return tuple(
-            (primitive, functools.partial(self._lower, primitive.name, run, side_effect))
-            for primitive, run in CALLBACK_PRIMITIVES
+        rules = [
+            (primitive, functools.partial(self._lower, primitive.name, impl, side_effect))
+            for primitive, impl in CALLBACK_PRIMITIVES
             for side_effect in (primitive.name != "pure_callback",)
-        )
+        ]
+        return (*rules, (CHECKIFY_CHECK[0], self._lower_check))
+
+    def _lower_check(self, ctx: Any, *operands: Any, err_tree: Any, debug: bool) -> Any:
+        """`checkify.check` outside `checkify.checkify`, lowered as JAX lowers it (only
+        with jax_experimental_unsafe_xla_runtime_errors), to a callback that raises."""
+        _, python_err, functionalization_error = CHECKIFY_CHECK
+        if debug:
+            return []
+        if not xla_runtime_errors.value:
+            raise functionalization_error
+        run = functools.partial(python_err, err_tree)
+        return self._emit(ctx, operands, run, "jax.experimental.checkify.check", True)
 
     def _lower(
         self,
         primitive: str,
-        run: Callable[..., Any],
+        impl: Callable[..., Any],
         side_effect: bool,
         ctx: Any,
         *operands: Any,
@@ -145,12 +157,13 @@ class CallbackLowering:
                 "them; pass ordered=False, or thread the order through the callbacks' "
                 "arguments and results"
             )
-        callback = _Callback(
-            functools.partial(run, **params),
-            name,
-            _shapes(ctx.avals_in),
-            _shapes(ctx.avals_out),
-        )
+        return self._emit(ctx, operands, functools.partial(impl, **params), name, side_effect)
+
+    def _emit(
+        self, ctx: Any, operands: Any, run: Callable[..., Any], name: str, side_effect: bool
+    ) -> Any:
+        """The custom call that runs `run` (named `name` in messages) on `operands`."""
+        callback = _Callback(run, name, _shapes(ctx.avals_in), _shapes(ctx.avals_out))
         callback_id = _register(callback)
         self.names.append(name)
         lowering = jax.ffi.ffi_lowering(PYTHON_CALLBACK_TARGET, has_side_effect=side_effect)

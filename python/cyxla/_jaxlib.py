@@ -10,7 +10,12 @@ from __future__ import annotations
 # `jax.export` (`cyxla._callbacks`), and the functions that run each as JAX's runtime would:
 # they place the operands on JAX's CPU device, call the user's function, log its failure.
 from jax._src import callback as _callback
+from jax._src import checkify as _checkify
 from jax._src import debugging as _debugging
+
+# `xla_runtime_errors.value`: whether `checkify.check` may lower to a callback unchecked
+# (jax_experimental_unsafe_xla_runtime_errors), as JAX's own lowering of it asks.
+from jax._src.config import xla_runtime_errors
 
 # `ordered_effects.contains`: whether a callback's effect is ordered (cyxla refuses those).
 from jax._src.effects import ordered_effects
@@ -34,6 +39,7 @@ from jax._src.lib.mlir.dialects import hlo
 
 __all__ = [
     "CALLBACK_PRIMITIVES",
+    "CHECKIFY_CHECK",
     "CPU_KERNEL_MODULES",
     "CPU_KERNEL_PACKAGE",
     "_jax",
@@ -42,6 +48,7 @@ __all__ = [
     "mlir",
     "ordered_effects",
     "xla_client",
+    "xla_runtime_errors",
 ]
 
 #: The package of jaxlib's CPU kernels (LAPACK, sparse, ...), imported by name: the
@@ -64,3 +71,8 @@ CALLBACK_PRIMITIVES: tuple[tuple[object, object], ...] = (
         else ()
     ),
 )
+
+#: `checkify.check` outside `checkify.checkify`: its primitive, the function that raises
+#: its error in Python (given the error's tree), and the error JAX raises when it may not
+#: lower to a callback.
+CHECKIFY_CHECK = (_checkify.check_p, _checkify.python_err, _checkify.functionalization_error)
