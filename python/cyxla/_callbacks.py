@@ -32,6 +32,7 @@ __all__ = [
     "PYTHON_CALLBACK_TARGET",
     "CallbackLowering",
     "dispatch",
+    "function_name",
     "install_dispatcher",
     "refusal_hint",
 ]
@@ -70,7 +71,7 @@ def _shapes(avals: Sequence[Any]) -> tuple[tuple[tuple[int, ...], np.dtype], ...
     return tuple((tuple(int(d) for d in a.shape), np.dtype(a.dtype)) for a in avals)
 
 
-def _function_name(params: dict[str, Any]) -> str:
+def function_name(params: dict[str, Any]) -> str:
     """The user's function behind a callback primitive's parameters, as "module.name"."""
     if "fmt" in params:  # jax.debug.print
         return f"jax.debug.print({params['fmt']!r})"
@@ -149,7 +150,7 @@ class CallbackLowering:
         *operands: Any,
         **params: Any,
     ) -> Any:
-        name = _function_name(params)
+        name = function_name(params)
         if _is_ordered(params):
             raise UnsupportedProgramError(
                 f"{self.function} calls back into Python in order ({primitive} of {name} "
