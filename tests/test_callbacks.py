@@ -26,7 +26,7 @@ import pytest
 import scipy.special
 
 import cyxla as cx
-from cyxla import _core
+from cyxla import _callbacks, _core
 
 from program_file_writer import replace_metadata
 from support import PJRT, Error, Input, ProgramSpec, compile_c, table
@@ -38,6 +38,14 @@ RNG = np.random.default_rng(21)
 Y0 = RNG.normal(size=3).astype(np.float32)
 MATRIX = (RNG.normal(size=(4, 4)) + 4 * np.eye(4)).astype(np.float32)
 VECTOR = RNG.normal(size=4).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def native_library(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    """tests/native/execute_threads.c, called through ctypes (which releases the GIL, as a
+    C caller of a program with callbacks must not hold it)."""
+    output = tmp_path_factory.mktemp("callbacks") / "libexecute_threads.so"
+    return ctypes.CDLL(str(compile_c(NATIVE / "execute_threads.c", output, shared=True)))
 
 
 def compiled(fn: Callable[..., Any], *args: Any) -> tuple[cx.Program, cx.Executable]:
@@ -164,6 +172,25 @@ def test_an_error_if_that_fires_reaches_c_execute_and_bound_calls(guard: cx.Exec
     np.testing.assert_array_equal(out, jax.jit(guarded)(Y0))
     table().unbind(bound, None)
     table().release_spec(ctypes.byref(spec))
+
+
+def test_an_error_if_that_fires_reaches_a_compiled_c_caller(
+    guard: cx.Executable, native_library: ctypes.CDLL
+) -> None:
+    message = ctypes.create_string_buffer(512)
+    out = np.zeros(3, np.float32)
+
+    def execute(x: np.ndarray) -> int:
+        return native_library.execute_once(
+            ctypes.c_void_p(ctypes.addressof(table())), ctypes.c_uint64(guard.handle),
+            ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data), ctypes.c_size_t(3),
+            message, ctypes.c_size_t(512),
+        )  # fmt: skip
+
+    assert execute(Y0 + 100.0) == PJRT
+    assert "_EquinoxRuntimeError: x is too large" in message.value.decode()
+    assert execute(Y0) == 0
+    np.testing.assert_array_equal(out, jax.jit(guarded)(Y0))
 
 
 def test_an_error_if_that_fires_in_a_batch_reaches_the_caller() -> None:
@@ -313,6 +340,12 @@ def test_a_callback_that_raises_fails_the_call_with_its_type_and_message() -> No
         executable.run([np.full(2, 7.0, np.float32)])
 
 
+def test_an_unknown_callback_id_fails_the_call() -> None:
+    """A program whose callback id no lower of this process made (a hand-made one)."""
+    message = _callbacks.dispatch(2**63, [], [])
+    assert message is not None and "runs only in the process that lowered it" in message
+
+
 def test_a_callback_with_a_wrong_result_fails_the_call() -> None:
     def fn(x: jax.Array) -> jax.Array:
         return jax.pure_callback(lambda a: a[:1], jax.ShapeDtypeStruct(x.shape, x.dtype), x)
@@ -333,12 +366,14 @@ def sin_on_the_host(x: jax.Array) -> jax.Array:
 
 @pytest.mark.parametrize("kind", ["bound", "execute"])
 def test_eight_native_threads_call_back_at_once(
-    kind: str, tmp_path_factory: pytest.TempPathFactory
+    kind: str, tmp_path_factory: pytest.TempPathFactory, native_library: ctypes.CDLL
 ) -> None:
-    source = NATIVE / ("bound_calls.c" if kind == "bound" else "execute_threads.c")
-    output = tmp_path_factory.mktemp("callbacks") / f"lib{source.stem}.so"
-    library = ctypes.CDLL(str(compile_c(source, output, shared=True)))  # calls without the GIL
-    function = library.bound_threads if kind == "bound" else library.execute_threads
+    if kind == "bound":
+        output = tmp_path_factory.mktemp("callbacks") / "libbound_calls.so"
+        library = ctypes.CDLL(str(compile_c(NATIVE / "bound_calls.c", output, shared=True)))
+        function = library.bound_threads
+    else:
+        function = native_library.execute_threads
     function.restype = ctypes.c_long
     executable = compiled(sin_on_the_host, np.zeros(3, np.float32))[1]
     rows = RNG.normal(size=(37, 3)).astype(np.float32)

@@ -1,11 +1,27 @@
-/* cyxla_execute from several threads at once on one program, as a C caller makes it
- * through the function table (whose address tests/test_callbacks.py passes in). Built as
- * a shared library and called with ctypes. The program is one f32 input and one f32
- * output of the same size. */
+/* cyxla_execute as a C caller makes it through the function table (whose address
+ * tests/test_callbacks.py passes in): once, keeping the error's message, and from several
+ * threads at once on one program. Built as a shared library and called with ctypes. The
+ * program is one f32 input and one f32 output of the same size. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cyxla/cyxla.h"
+
+/* One cyxla_execute of `handle` on `n` floats; returns its status, with the error's
+ * message copied into `message`. */
+int execute_once(const cyxla_Api* api, uint64_t handle, const float* x, float* out, size_t n,
+                 char* message, size_t message_size) {
+  cyxla_Error error = {CYXLA_OK, ""};
+  cyxla_ProgramSpec spec = {.struct_size = sizeof spec};
+  if (api->get_spec(handle, &spec, &error) != CYXLA_OK) return error.status;
+  cyxla_Input input = {x, PJRT_Buffer_Type_F32, n * sizeof(float)};
+  void* outputs[1] = {out};
+  const cyxla_Status status = api->execute(&spec, &input, 1, outputs, 1, &error);
+  snprintf(message, message_size, "%s", error.message);
+  api->release_spec(&spec);
+  return status;
+}
 
 typedef struct Worker {
   const cyxla_Api* api;
