@@ -275,6 +275,29 @@ def test_callbacks_in_a_while_loop_run_each_iteration() -> None:
     assert seen == jax_seen and len(seen) > 3
 
 
+def test_callbacks_in_a_scan_and_under_a_custom_derivative() -> None:
+    @jax.custom_jvp
+    def host_sin(x: jax.Array) -> jax.Array:
+        return jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    @host_sin.defjvp
+    def host_sin_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        return host_sin(x), jnp.cos(x) * t
+
+    def fn(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        def step(carry: jax.Array, _: Any) -> tuple[jax.Array, jax.Array]:
+            return carry + host_sin(carry), carry
+
+        last, history = jax.lax.scan(step, x, None, length=4)
+        return last, jax.grad(lambda v: jnp.sum(host_sin(v) ** 2))(x) + history.sum(0)
+
+    x = np.array([0.3, -1.2, 2.0], np.float32)
+    got = compiled(fn, x)[1].run([x])
+    for ours, theirs in zip(got, jax.jit(fn)(x), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
 def test_io_callback_runs_for_its_effect() -> None:
     from jax.experimental import io_callback
 
