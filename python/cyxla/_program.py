@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import operator
 import os
 import secrets
@@ -20,7 +19,6 @@ from cyxla._callbacks import PYTHON_CALLBACK_TARGET, refusal_hint
 from cyxla._compile_options import compile_options
 from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
 from cyxla._errors import DtypeError, InvalidArgumentError, UnsupportedProgramError
-from cyxla._jaxlib import _jax, ir, mlir
 from cyxla._output_tree import decode_tree, encode_tree
 from cyxla._version import __version__
 
@@ -29,7 +27,6 @@ __all__ = [
     "SpecRecords",
     "TensorSpec",
     "decode_specs",
-    "donated_outputs",
     "encode_specs",
     "load_program",
     "program_file_bytes",
@@ -120,6 +117,11 @@ class Program:
     #: which `compile_program` uses when given no `options`; None for a program that
     #: `lower` made (cyxla's default options).
     compile_options: bytes | None = field(default=None, repr=False, compare=False)
+    #: The outputs the program writes into parameters of its own, in order: the
+    #: parameters after `inputs`, which `lower` adds on the CPU for large outputs, each
+    #: aliasing one output, so that the result is written into the caller's memory.
+    #: `compile_program` checks them against the compiled executable.
+    donated_outputs: tuple[int, ...] = ()
     #: The Python functions the program calls back (host callbacks that `lower` kept, run
     #: by this process only), as messages name them.
     callbacks: tuple[str, ...] = field(default=(), repr=False, compare=False)
@@ -172,52 +174,6 @@ def decode_specs(encoded: Iterable[Any]) -> tuple[TensorSpec, ...]:
     )
 
 
-#: The attribute with which a parameter of `main` says which output it is donated to.
-ALIASING_ATTRIBUTE = "tf.aliasing_output"
-
-
-def _main_aliases(module: Any) -> list[int | None]:
-    """Per parameter of the `main` function of an MLIR module, the output it aliases."""
-    for op in module.body.operations:
-        if ir.StringAttr(op.attributes["sym_name"]).value != "main":
-            continue
-        if "arg_attrs" not in op.attributes:
-            return []
-        aliases: list[int | None] = []
-        for attributes in ir.ArrayAttr(op.attributes["arg_attrs"]):
-            dictionary = ir.DictAttr(attributes)
-            aliases.append(
-                ir.IntegerAttr(dictionary[ALIASING_ATTRIBUTE]).value
-                if ALIASING_ATTRIBUTE in dictionary
-                else None
-            )
-        return aliases
-    return []
-
-
-def donated_outputs(program: Program) -> tuple[int, ...]:
-    """The outputs the program writes into parameters of its own, in order: the
-    parameters after `program.inputs` that `lower` adds for large outputs, each donated
-    to (aliasing) one output, so that the result is written into the caller's memory.
-    Empty when there are none, or when this jaxlib cannot read the StableHLO."""
-    return _donated_outputs(bytes(program.stablehlo), len(program.inputs))
-
-
-# Reading the StableHLO takes an MLIR context (milliseconds); saving or pickling the same
-# program again asks again.
-@functools.lru_cache(maxsize=32)
-def _donated_outputs(stablehlo: bytes, inputs: int) -> tuple[int, ...]:
-    with mlir.make_ir_context():
-        try:
-            module = _jax.mlir.deserialize_portable_artifact(stablehlo)
-        except Exception:  # jaxlib raises its own error types for unreadable bytecode
-            return ()
-        extra = _main_aliases(module)[inputs:]
-    if any(alias is None for alias in extra):
-        return ()  # not parameters `lower` added: compile_program refuses them
-    return tuple(int(alias) for alias in extra if alias is not None)
-
-
 def _file_path(path: Any, caller: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -248,7 +204,7 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
         inputs=encode_specs(program.inputs),
         outputs=encode_specs(program.outputs),
         custom_calls=list(program.custom_calls),
-        donated_outputs=list(donated_outputs(program)),
+        donated_outputs=list(program.donated_outputs),
         stablehlo=bytes(program.stablehlo),
         compile_options=compile_options() if options is None else options,
         cyxla_version=__version__,
@@ -295,6 +251,7 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
             decode_tree(tree) if tree is not None else jax.tree.structure((0,) * len(outputs))
         ),
         compile_options=contents["compile_options"],
+        donated_outputs=tuple(contents["donated_outputs"]),
     )
 
 
