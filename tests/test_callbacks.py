@@ -298,6 +298,25 @@ def test_callbacks_in_a_scan_and_under_a_custom_derivative() -> None:
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
 
 
+def test_arguments_a_callback_keeps_stay_as_they_were() -> None:
+    """The program reuses its buffers after a callback returns: what the callback kept
+    (JAX places aligned arrays on its CPU device without copying) must not change."""
+    kept: list[jax.Array] = []
+
+    def fn(x: jax.Array) -> jax.Array:
+        y = jnp.sin(x) * 2
+        jax.debug.callback(kept.append, y)
+        return y + 1
+
+    executable = compiled(fn, jax.ShapeDtypeStruct((4096,), jnp.float32))[1]
+    points = [np.full(4096, i, np.float32) for i in range(4)]
+    for x in points:
+        executable.run([x])
+    expected = [jax.jit(lambda v: jnp.sin(v) * 2)(x) for x in points]
+    for ours, theirs in zip(kept, expected, strict=True):
+        np.testing.assert_array_equal(np.asarray(ours), theirs)
+
+
 def test_io_callback_runs_for_its_effect() -> None:
     from jax.experimental import io_callback
 

@@ -178,7 +178,7 @@ def install_dispatcher() -> None:
 
 
 def _view(buffer: memoryview, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """The buffer as an array, without copying."""
+    """The buffer as an array, without copying: valid during the call only."""
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if buffer.nbytes != expected:
         raise RuntimeError(
@@ -233,8 +233,11 @@ def dispatch(callback_id: int, operands: list[memoryview], results: list[memoryv
             "in the process that lowered it"
         )
     try:
+        # Copies: the function may keep its arguments (jax.debug.callback appending them
+        # to a list), and JAX places an aligned NumPy array on its CPU device without
+        # copying, while the program reuses its buffers once the call returns.
         arrays = [
-            _view(buffer, shape, dtype)
+            _view(buffer, shape, dtype).copy()
             for buffer, (shape, dtype) in zip(operands, callback.operands, strict=True)
         ]
         _write(callback, callback.run(*arrays), results)

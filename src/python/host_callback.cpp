@@ -105,8 +105,8 @@ nb::list views_of(const std::vector<Region>& regions, int flags) {
   return views;
 }
 
-/// Ends the views, so that Python cannot reach the buffers after the call; a view that
-/// something still exports (an array the callback kept) stays, as in JAX's handler.
+/// Ends the views, so that Python cannot reach the buffers after the call (the dispatcher
+/// copies what it hands the callback); one still exported is left to its owner.
 void release(const nb::list& views) {
   for (nb::handle view : views) {
     try {
