@@ -466,6 +466,8 @@ def test_save_and_pickle_refuse_a_program_with_callbacks(
     assert not list(tmp_path.iterdir())
     with pytest.raises(cx.UnsupportedProgramError, match="calls back into Python"):
         pickle.dumps(guarded_program)
+    with pytest.raises(cx.UnsupportedProgramError, match="store_lowered: guarded calls back"):
+        cx.store_lowered(cx.cache_key("guarded", [Y0]), guarded_program)
     unnamed = dataclasses.replace(guarded_program, callbacks=())
     with pytest.raises(cx.UnsupportedProgramError, match="a Python function"):
         unnamed.save(tmp_path / "unnamed.cyxla")
