@@ -6,6 +6,8 @@ The rest of the package imports this module, so that a rename in jaxlib is one e
 
 from __future__ import annotations
 
+from typing import Any
+
 # The primitives of Python host callbacks, whose lowering cyxla replaces during its own
 # `jax.export` (`cyxla._callbacks`), and the functions that run each as JAX's runtime would:
 # they place the operands on JAX's CPU device, call the user's function, log its failure.
@@ -61,7 +63,7 @@ CPU_KERNEL_MODULES = ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
 #: for the debug ones; `pure_callback_p.impl` and `io_callback_p.impl` would dispatch a
 #: jitted program instead). JAX versions without `debug_print_p` lower
 #: `jax.debug.print` as a `debug_callback`.
-CALLBACK_PRIMITIVES: tuple[tuple[object, object], ...] = (
+CALLBACK_PRIMITIVES: tuple[tuple[Any, Any], ...] = (
     (_callback.pure_callback_p, _callback.pure_callback_impl),
     (_callback.io_callback_p, _callback.io_callback_impl),
     (_debugging.debug_callback_p, _debugging.debug_callback_p.impl),

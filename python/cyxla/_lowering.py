@@ -285,6 +285,13 @@ def lower(
     custom-call targets that `fn` may call beyond those `jax.export` already trusts (a
     sequence of str: a lone str raises TypeError).
 
+    Python host callbacks (`jax.pure_callback`, `jax.experimental.io_callback`,
+    `jax.debug.callback`, `jax.debug.print`, and Equinox's runtime checks through them)
+    lower, on the CPU, to a handler of cyxla's that calls the function in this process;
+    the program then runs only here (`Program.callbacks` names the functions, and saving
+    it raises UnsupportedProgramError). Callbacks with `ordered=True`, and callbacks on
+    other platforms, raise UnsupportedProgramError.
+
     The program's inputs are the dtypes JAX lowers to: without 64-bit mode
     (`jax_enable_x64`) a 64-bit spec becomes its 32-bit type, and `lower` warns
     (UserWarning) naming each such argument.

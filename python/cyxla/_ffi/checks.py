@@ -84,11 +84,11 @@ def explain_export_error(error: Exception, function: str, trace: Callable[[], An
         if apis:
             names = list(dict.fromkeys(name for _, name in callbacks))
             raise UnsupportedProgramError(
-                f"{function} uses {' and '.join(apis)} ({', '.join(names)}): "
-                f"{HOST_CALLBACK_REFUSAL}; cyxla runs Python callbacks on the CPU plugin "
-                "only, in the process that lowered them (JAX lowers them to the custom-call "
-                "target 'xla_ffi_python_cpu_callback', on GPUs 'xla_ffi_python_gpu_callback')"
-                f"{refusal_hint(names)}"
+                f"{function} uses {' and '.join(apis)} ({', '.join(names)}): cyxla runs "
+                "Python host callbacks on the CPU plugin only, in the process that lowered "
+                "them, and elsewhere they need JAX's own runtime (JAX lowers them to the "
+                "custom-call target 'xla_ffi_python_cpu_callback', on GPUs "
+                f"'xla_ffi_python_gpu_callback'){refusal_hint(names)}"
             ) from error
     if "custom calls whose targets have no compatibility guarantees" in message:
         names = sorted(set(re.findall(r'stablehlo\.custom_call @"?([\w.$-]+)', message)))
