@@ -15,9 +15,10 @@ import jaxlib
 import numpy as np
 
 from cyxla import _core
+from cyxla._callbacks import PYTHON_CALLBACK_TARGET, refusal_hint
 from cyxla._compile_options import compile_options
 from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
-from cyxla._errors import DtypeError, InvalidArgumentError
+from cyxla._errors import DtypeError, InvalidArgumentError, UnsupportedProgramError
 from cyxla._output_tree import decode_tree, encode_tree
 from cyxla._version import __version__
 
@@ -122,6 +123,9 @@ class Program:
     #: aliasing one output, so that the result is written into the caller's memory.
     #: `compile_program` checks them against the compiled executable.
     donated_outputs: tuple[int, ...] = ()
+    #: The Python functions the program calls back (host callbacks that `lower` kept, run
+    #: by this process only), as messages name them.
+    callbacks: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the program to a program file for `load_program`, here or in another
@@ -137,7 +141,8 @@ class Program:
             path: The file to write.
 
         Raises:
-            UnsupportedProgramError: the output holds containers other than tuples,
+            UnsupportedProgramError: the program calls back into Python (`callbacks`:
+                functions of this process only), or the output holds containers other than tuples,
                 lists, dicts and None (a custom pytree node, which would have to import
                 code to rebuild); save `dataclasses.replace(program, output_tree=None)`
                 to keep its outputs as a flat tuple instead.
@@ -187,6 +192,13 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     """The program file of `program`, written by the core (src/program/program_file.cpp);
     UnsupportedProgramError naming `writer` if its output structure cannot be kept,
     InvalidArgumentError (a ValueError) if a text field holds a line break."""
+    if PYTHON_CALLBACK_TARGET in program.custom_calls:
+        names = list(program.callbacks) or ["a Python function"]
+        raise UnsupportedProgramError(
+            f"{writer}: {program.name} calls back into Python ({', '.join(names)}), and its "
+            "callbacks run only in the process that lowered it; lower the function without "
+            f"them to keep the program{refusal_hint(names)}"
+        )
     tree = None
     if program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)

@@ -21,6 +21,7 @@
 #include "python/batch_buffers.hpp"
 #include "python/cache.hpp"
 #include "python/host_buffers.hpp"
+#include "python/host_callback.hpp"
 #include "python/output_memory.hpp"
 #include "runtime/batched_executable.hpp"
 #include "runtime/executable.hpp"
@@ -290,6 +291,16 @@ NB_MODULE(_core, m) {
     builtin_targets.append(nb::str(target.data(), target.size()));
   }
   m.attr("XLA_BUILTIN_TARGETS") = nb::tuple(builtin_targets);
+  m.attr("PYTHON_CALLBACK_TARGET") =
+      nb::str(pjrt::kPythonCallbackTarget.data(), pjrt::kPythonCallbackTarget.size());
+  m.def(
+      "python_callback_handler",
+      [] { return reinterpret_cast<uintptr_t>(python::python_callback_handler()); },
+      "The XLA_FFI_Handler* of PYTHON_CALLBACK_TARGET (src/python/host_callback.cpp).");
+  m.def("set_python_callback_dispatcher", &python::set_python_callback_dispatcher,
+        "dispatcher"_a,
+        "Sets dispatch(callback_id, operands, results) -> str | None, which a firing Python "
+        "callback calls with the GIL held (cyxla._callbacks.dispatch).");
   // A test hook (the custom-call tests check the probe with it); the underscore keeps it
   // out of the generated stubs.
   m.def(

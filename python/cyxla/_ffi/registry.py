@@ -12,7 +12,12 @@ from cyxla import _core
 from cyxla._errors import UnsupportedProgramError
 from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi.plugin import Registration
-from cyxla._ffi.sources import jax_held_targets, jaxlib_targets, mirroring_enabled
+from cyxla._ffi.sources import (
+    cyxla_targets,
+    jax_held_targets,
+    jaxlib_targets,
+    mirroring_enabled,
+)
 from cyxla._ffi.targets import Target, target_from
 
 __all__ = [
@@ -129,11 +134,12 @@ def unsupported_reason(platform: str, name: str) -> str | None:
 
 
 def register_on_load(plugin: _core.Plugin, runtime: _core.Runtime, platform: str) -> None:
-    """Registers what the newly loaded plugin of `platform` should hold: jaxlib's CPU
-    handlers, the targets JAX holds (when mirroring), and those recorded so far.
-    Rejections are recorded, not raised: a program that needs one raises at compile."""
+    """Registers what the newly loaded plugin of `platform` should hold: cyxla's own
+    handlers (Python callbacks, on the CPU), jaxlib's CPU handlers, the targets JAX holds
+    (when mirroring), and those recorded so far. Rejections are recorded, not raised: a
+    program that needs one raises at compile."""
     global _loaded
-    entries: list[Target] = []
+    entries: list[Target] = cyxla_targets(platform)
     if platform == "cpu":
         entries += jaxlib_targets().values()
     if mirroring_enabled():
