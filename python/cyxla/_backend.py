@@ -12,7 +12,7 @@ from typing import Any
 
 from cyxla import _compat, _core, _plugins
 from cyxla._errors import PjrtError, PlatformMismatchError, PluginError
-from cyxla._ffi import registry
+from cyxla._ffi import mirror, registry, sources
 from cyxla._platforms import normalize_platform
 
 __all__ = ["LoadedPlugin", "initialize", "library_identity", "loaded", "runtime_for"]
@@ -35,6 +35,9 @@ class LoadedPlugin:
 
 _lock = threading.Lock()
 _loaded: LoadedPlugin | None = None
+#: Whether jaxlib was checked against the loaded plugin: at load when JAX is imported
+#: by then, otherwise at the first compile after it is (`_check_jaxlib`).
+_jaxlib_checked = False
 
 
 def loaded() -> LoadedPlugin | None:
@@ -146,7 +149,8 @@ def initialize(
         # Load the plugin, then register the custom calls it should hold: jaxlib's
         # handlers, JAX's registrations and cyxla's (`_ffi.registry`).
         loaded = _create(path, wanted, options, by_path)
-        _compat.check_on_load(loaded.plugin, loaded.library)  # jaxlib newer: say so
+        _check_jaxlib(loaded)  # jaxlib newer: say so
+        mirror.follow_jax()
         registry.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
         # The process's runtime: cyxla_open_runtime and cyxla_load_program use it too.
         loaded.runtime._make_current()
@@ -157,6 +161,7 @@ def initialize(
 def runtime_for(platform: str) -> _core.Runtime:
     """The runtime to run a program for `platform` with, loading the plugin if needed."""
     current = _loaded or initialize(platform=platform)
+    _check_jaxlib(current)
     if current.platform != platform:
         raise PlatformMismatchError(
             f"the program was lowered for '{platform}', but this process loaded the "
@@ -164,6 +169,15 @@ def runtime_for(platform: str) -> _core.Runtime:
             f"'{current.platform}' (e.g. with jax.default_device) or run it in another process"
         )
     return current.runtime
+
+
+def _check_jaxlib(plugin: LoadedPlugin) -> None:
+    """Checks jaxlib against `plugin` (`_compat.check_on_load`) once JAX is imported: a
+    process that only runs programs from files never imports it, and needs no check."""
+    global _jaxlib_checked
+    if not _jaxlib_checked and sources.jax_imported():
+        _compat.check_on_load(plugin.plugin, plugin.library)
+        _jaxlib_checked = True
 
 
 def library_identity(plugin: LoadedPlugin | None = None) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import Any
 
 from cyxla import _core
 from cyxla._errors import PluginVersionError, VersionSkewWarning
-from cyxla._jaxlib import hlo
 
 __all__ = [
     "Verdict",
@@ -71,13 +70,15 @@ def distribution_of(library: str) -> str | None:
 
 def jaxlib_stablehlo_version() -> tuple[int, ...]:
     """The StableHLO version jaxlib writes."""
+    from cyxla._jaxlib import hlo  # imports JAX: `_backend` asks only once JAX is imported
+
     return _version_tuple(str(hlo.get_current_version()))
 
 
 def jaxlib_ffi_version() -> tuple[int, int] | None:
     """XLA_FFI_API_MAJOR.MINOR of the FFI headers jaxlib ships (and builds its handlers
     with), or None when jaxlib ships none."""
-    import jax.ffi  # the public module; jax is imported by now anyway
+    import jax.ffi  # the public module; JAX is imported by now (see jaxlib_stablehlo_version)
 
     try:
         header = (Path(jax.ffi.include_dir()) / "xla/ffi/api/c_api.h").read_text()

@@ -1,7 +1,8 @@
 """Every import of JAX's and jaxlib's internals in cyxla, each with what it is used for.
 
 The rest of the package imports this module, so that a rename in jaxlib is one edit here
-(the way `jax/_src/lib/__init__.py` does it for jaxlib).
+(the way `jax/_src/lib/__init__.py` does it for jaxlib). Importing it imports JAX: the
+modules that a process which only loads and runs programs uses import it where it is used.
 """
 
 from __future__ import annotations
@@ -23,10 +24,4 @@ from jax._src.lib.mlir import ir
 # `hlo.get_current_version`: the StableHLO version this jaxlib writes.
 from jax._src.lib.mlir.dialects import hlo
 
-__all__ = ["CPU_KERNEL_MODULES", "CPU_KERNEL_PACKAGE", "_jax", "hlo", "ir", "mlir", "xla_client"]
-
-#: The package of jaxlib's CPU kernels (LAPACK, sparse, ...), imported by name: the
-#: modules that `jnp.linalg` and `jax.scipy.linalg` call through typed FFI handlers.
-CPU_KERNEL_PACKAGE = "jaxlib.cpu"
-#: The modules of that package whose handlers a CPU plugin always gets.
-CPU_KERNEL_MODULES = ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
+__all__ = ["_jax", "hlo", "ir", "mlir", "xla_client"]

@@ -11,16 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jax
-import jaxlib
 import numpy as np
 
 from cyxla import _core
-from cyxla._compile_options import compile_options
-from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
+from cyxla._dtypes import SUPPORTED_NAMES, ElementType, as_dtype, dtype_of, element_type_of
 from cyxla._errors import DtypeError, InvalidArgumentError
-from cyxla._jaxlib import _jax, ir, mlir
-from cyxla._output_tree import decode_tree, encode_tree
+from cyxla._output_tree import decode_tree, encode_tree, flat_tuple
 from cyxla._version import __version__
 
 __all__ = [
@@ -39,7 +35,7 @@ __all__ = [
 def _supported_dtype(dtype: Any) -> np.dtype:
     """`dtype` as NumPy's; DtypeError unless cyxla carries it."""
     try:
-        normalized = np.dtype(dtype)
+        normalized = as_dtype(dtype)
     except TypeError as error:
         raise DtypeError(
             f"TensorSpec: dtype must be a NumPy dtype, given {dtype!r}; supported: "
@@ -96,6 +92,33 @@ class TensorSpec:
         return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
+class _OutputTree:
+    """`Program.output_tree`: what was given, except that a structure read from a program
+    file (`_StoredTree`) is decoded to a `jax.tree` structure, which imports JAX, only when
+    first read: a process that only loads and runs programs never imports JAX."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    def __get__(self, program: Any, owner: type | None = None) -> Any:
+        if program is None:
+            return self  # the dataclass's default, which __set__ takes as None
+        value = program.__dict__[self._slot]
+        if isinstance(value, _StoredTree):
+            value = program.__dict__[self._slot] = decode_tree(value.text)
+        return value
+
+    def __set__(self, program: Any, value: Any) -> None:
+        program.__dict__[self._slot] = None if value is self else value
+
+
+@dataclass(frozen=True)
+class _StoredTree:
+    """An output structure as the output_tree line of a program file holds it (JSON)."""
+
+    text: str
+
+
 @dataclass(frozen=True)
 class Program:
     """A lowered JAX function, ready for `compile_program`.
@@ -114,7 +137,7 @@ class Program:
     #: The custom-call targets the program calls.
     custom_calls: tuple[str, ...]
     name: str
-    output_tree: Any = field(repr=False, compare=False)
+    output_tree: Any = field(default=_OutputTree(), repr=False, compare=False)
     #: The serialized xla.CompileOptionsProto of the program file it was loaded from,
     #: which `compile_program` uses when given no `options`; None for a program that
     #: `lower` made (cyxla's default options).
@@ -172,6 +195,8 @@ ALIASING_ATTRIBUTE = "tf.aliasing_output"
 
 def _main_aliases(module: Any) -> list[int | None]:
     """Per parameter of the `main` function of an MLIR module, the output it aliases."""
+    from cyxla._jaxlib import ir
+
     for op in module.body.operations:
         if ir.StringAttr(op.attributes["sym_name"]).value != "main":
             continue
@@ -201,6 +226,8 @@ def donated_outputs(program: Program) -> tuple[int, ...]:
 # program again asks again.
 @functools.lru_cache(maxsize=32)
 def _donated_outputs(stablehlo: bytes, inputs: int) -> tuple[int, ...]:
+    from cyxla._jaxlib import _jax, mlir  # reading StableHLO takes jaxlib's MLIR
+
     with mlir.make_ir_context():
         try:
             module = _jax.mlir.deserialize_portable_artifact(stablehlo)
@@ -224,8 +251,17 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     """The program file of `program`, written by the core (src/program/program_file.cpp);
     UnsupportedProgramError naming `writer` if its output structure cannot be kept,
     InvalidArgumentError (a ValueError) if a text field holds a line break."""
-    tree = None
-    if program.output_tree is not None:
+    # The file records JAX's versions and reads the StableHLO with jaxlib: writing one
+    # imports JAX (a process that only loads and runs programs writes none).
+    import jax
+    import jaxlib
+
+    from cyxla._compile_options import compile_options
+
+    # A structure read from a file and not decoded since is written as the file held it.
+    stored = program.__dict__["_output_tree"]
+    tree = stored.text if isinstance(stored, _StoredTree) else None
+    if tree is None and program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)
     options = program.compile_options
     return _core._pack_program_file(
@@ -278,9 +314,7 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
         outputs=outputs,
         custom_calls=tuple(contents["custom_calls"]),
         name=contents["name"],
-        output_tree=(
-            decode_tree(tree) if tree is not None else jax.tree.structure((0,) * len(outputs))
-        ),
+        output_tree=_StoredTree(flat_tuple(len(outputs)) if tree is None else tree),
         compile_options=contents["compile_options"],
     )
 
