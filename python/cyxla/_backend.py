@@ -149,7 +149,7 @@ def initialize(
         # Load the plugin, then register the custom calls it should hold: jaxlib's
         # handlers, JAX's registrations and cyxla's (`_ffi.registry`).
         loaded = _create(path, wanted, options, by_path)
-        _check_jaxlib(loaded)  # jaxlib newer: say so
+        _check_jaxlib(loaded, stacklevel=3)  # jaxlib newer: say so, to the caller
         mirror.follow_jax()
         registry.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
         # The process's runtime: cyxla_open_runtime and cyxla_load_program use it too.
@@ -161,7 +161,7 @@ def initialize(
 def runtime_for(platform: str) -> _core.Runtime:
     """The runtime to run a program for `platform` with, loading the plugin if needed."""
     current = _loaded or initialize(platform=platform)
-    _check_jaxlib(current)
+    _check_jaxlib(current, stacklevel=4)  # to the caller of compile_program
     if current.platform != platform:
         raise PlatformMismatchError(
             f"the program was lowered for '{platform}', but this process loaded the "
@@ -171,12 +171,13 @@ def runtime_for(platform: str) -> _core.Runtime:
     return current.runtime
 
 
-def _check_jaxlib(plugin: LoadedPlugin) -> None:
-    """Checks jaxlib against `plugin` (`_compat.check_on_load`) once JAX is imported: a
-    process that only runs programs from files never imports it, and needs no check."""
+def _check_jaxlib(plugin: LoadedPlugin, stacklevel: int) -> None:
+    """Checks jaxlib against `plugin` (`_compat.check_on_load`, warning at `stacklevel`
+    counted from here) once JAX is imported: a process that only runs programs from files
+    never imports it, and needs no check."""
     global _jaxlib_checked
     if not _jaxlib_checked and sources.jax_imported():
-        _compat.check_on_load(plugin.plugin, plugin.library)
+        _compat.check_on_load(plugin.plugin, plugin.library, stacklevel + 1)
         _jaxlib_checked = True
 
 

@@ -184,14 +184,15 @@ def verdict(plugin: _core.Plugin, library: str) -> Verdict:
 _warned: set[str] = set()
 
 
-def check_on_load(plugin: _core.Plugin, library: str) -> Verdict:
-    """Warns (VersionSkewWarning, once per library) when jaxlib is newer than the plugin
-    just loaded; raises PluginVersionError when the plugin can compile nothing jaxlib
-    writes. Returns the verdict."""
+def check_on_load(plugin: _core.Plugin, library: str, stacklevel: int = 3) -> Verdict:
+    """Warns (VersionSkewWarning, once per library, at `stacklevel` as `warnings.warn`
+    counts it from here) when jaxlib is newer than the plugin just loaded; raises
+    PluginVersionError when the plugin can compile nothing jaxlib writes. Returns the
+    verdict."""
     found = verdict(plugin, library)
     if found.fatal:
         raise PluginVersionError(found.message())
     if not found.in_step and library not in _warned:
         _warned.add(library)
-        warnings.warn(found.message(), VersionSkewWarning, stacklevel=3)
+        warnings.warn(found.message(), VersionSkewWarning, stacklevel=stacklevel)
     return found
