@@ -97,19 +97,20 @@ class _OutputTree:
     file (`_StoredTree`) is decoded to a `jax.tree` structure, which imports JAX, only when
     first read: a process that only loads and runs programs never imports JAX."""
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_{name}"
-
     def __get__(self, program: Any, owner: type | None = None) -> Any:
         if program is None:
-            return self  # the dataclass's default, which __set__ takes as None
-        value = program.__dict__[self._slot]
+            return self
+        value = program.__dict__[_TREE_SLOT]
         if isinstance(value, _StoredTree):
-            value = program.__dict__[self._slot] = decode_tree(value.text)
+            value = program.__dict__[_TREE_SLOT] = decode_tree(value.text)
         return value
 
     def __set__(self, program: Any, value: Any) -> None:
-        program.__dict__[self._slot] = None if value is self else value
+        program.__dict__[_TREE_SLOT] = value
+
+
+#: Where a Program keeps its output structure, decoded or not.
+_TREE_SLOT = "_output_tree"
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class Program:
     #: The custom-call targets the program calls.
     custom_calls: tuple[str, ...]
     name: str
-    output_tree: Any = field(default=_OutputTree(), repr=False, compare=False)
+    output_tree: Any = field(repr=False, compare=False)
     #: The serialized xla.CompileOptionsProto of the program file it was loaded from,
     #: which `compile_program` uses when given no `options`; None for a program that
     #: `lower` made (cyxla's default options).
@@ -165,6 +166,11 @@ class Program:
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # A program pickles as its file's bytes: checked again when unpickled.
         return program_from_file_bytes, (program_file_bytes(self, "pickle"),)
+
+
+# Set once the dataclass is made, which would take a descriptor in the class body for the
+# field's default; its __init__ sets the field through it.
+Program.output_tree = _OutputTree()
 
 
 #: The one encoding of specs: (PJRT element type, dimensions) per tensor, as the C++ core
@@ -259,7 +265,7 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     from cyxla._compile_options import compile_options
 
     # A structure read from a file and not decoded since is written as the file held it.
-    stored = program.__dict__["_output_tree"]
+    stored = program.__dict__[_TREE_SLOT]
     tree = stored.text if isinstance(stored, _StoredTree) else None
     if tree is None and program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)
