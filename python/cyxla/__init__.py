@@ -46,6 +46,7 @@ from cyxla._ffi.registry import register_ffi_target, register_jax_targets
 from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE
 from cyxla._plugins import PluginEntry
 from cyxla._program import Program, TensorSpec, load_program
+from cyxla._verification import ProgramFileVerdict, verify_program_file
 from cyxla._version import __version__
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ __all__ = [
     "PluginVersionError",
     "Program",
     "ProgramFileError",
+    "ProgramFileVerdict",
     "TensorSpec",
     "UnsupportedProgramError",
     "VersionSkewWarning",
@@ -130,6 +132,7 @@ __all__ = [
     "register_ffi_target",
     "register_jax_targets",
     "store_lowered",
+    "verify_program_file",
     "zeros",
 ]
 

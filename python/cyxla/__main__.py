@@ -1,6 +1,6 @@
 """`python -m cyxla`: list plugins, report the environment, run the demo or the benchmark, show
-and empty the disk cache, export a function as a program file; `--cmake-dir` and
-`--pkgconfig-dir` print where native builds find cyxla."""
+and empty the disk cache, export a function as a program file, vet program files from
+elsewhere; `--cmake-dir` and `--pkgconfig-dir` print where native builds find cyxla."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from cyxla._abi import get_cmake_dir, get_pkgconfig_dir
-from cyxla._cli import bench, cache, demo, export, info, plugins
+from cyxla._cli import bench, cache, demo, export, info, plugins, verify
 
 _COMMANDS = {
     "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
@@ -18,6 +18,7 @@ _COMMANDS = {
     "bench": (bench.main, "time one call of small programs through every path, beside jax.jit"),
     "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
     "export": (export.main, "lower MODULE:FUNCTION at --arg specs and save it as a program file"),
+    "verify": (verify.main, "load and compile program files in a child process, with limits"),
 }
 #: Commands that take arguments: these add them to their parser and get the parsed ones.
 _ARGUMENTS = {
@@ -25,6 +26,7 @@ _ARGUMENTS = {
     "cache": cache.add_arguments,
     "export": export.add_arguments,
     "plugins": plugins.add_arguments,
+    "verify": verify.add_arguments,
 }
 
 

@@ -311,6 +311,7 @@ def compile_program(
             encode_specs(program.inputs),
             encode_specs(program.outputs),
             list(program.custom_calls),
+            list(program.donated_outputs),
         )
     statistics = CompileStatistics(
         compile_seconds,

@@ -229,10 +229,11 @@ def _check_exported(exported: Any, name: str) -> None:
 
 
 def _program(
-    exported: Any, text: str, target: str, platform: str, name: str, inputs: int
+    exported: Any, text: str, target: str, platform: str, name: str, donated: tuple[int, ...]
 ) -> Program:
     """The Program of an export whose checked StableHLO is `text`, serialized at `target`;
-    its first `inputs` parameters are the caller's (the rest are donated outputs)."""
+    its last parameters receive the outputs `donated`, the others are the caller's."""
+    inputs = len(exported.in_avals) - len(donated)
     return Program(
         stablehlo=_stablehlo.serialize(text, target),
         stablehlo_version=target,
@@ -242,6 +243,7 @@ def _program(
         custom_calls=tuple(sorted({t for t, _ in _stablehlo.custom_calls_of(text)})),
         name=name,
         output_tree=exported.out_tree,
+        donated_outputs=donated,
     )
 
 
@@ -287,28 +289,34 @@ def lower(
     exported = _export(fn, arguments, platform, trusted)
     _check_exported(exported, name)
     _warn_narrowed(name, _argument_paths(args), specs, exported.in_avals)
-    donors = _donors(exported, platform)
-    if donors:
+    donated = _donated_outputs(exported, platform)
+    if donated:
+        donors = [_donor(exported.out_avals[k]) for k in donated]
         exported = _export(fn, arguments, platform, trusted, donors)
         _check_exported(exported, name)
     text = _stablehlo.without_locations(exported.mlir_module())
     checks.check_lowered(text, name, platform)
-    return _program(
-        exported, text, target, platform, getattr(fn, "__name__", "program"), len(leaves)
-    )
+    return _program(exported, text, target, platform, getattr(fn, "__name__", "program"), donated)
 
 
-def _donors(exported: Any, platform: str) -> list[jax.ShapeDtypeStruct]:
-    """One spec per output that the program should write in place, in output order: on
-    the CPU (where the plugin aliases host memory), outputs of IN_PLACE_MIN_BYTES or more.
-    JAX aliases each donated parameter to the first output of its spec not yet aliased,
-    so the donors, in output order, alias exactly these outputs (the core reads the
-    aliasing back from the program: `donated_outputs`)."""
+def _donated_outputs(exported: Any, platform: str) -> tuple[int, ...]:
+    """The outputs that the program should write in place, in order: on the CPU (where
+    the plugin aliases host memory), those of IN_PLACE_MIN_BYTES or more. JAX aliases each
+    donated parameter to the first output of its spec not yet aliased, so donors given in
+    this order alias exactly these outputs (`compile_program` checks that against the
+    compiled executable)."""
     if platform != "cpu":
-        return []
-    donors = []
-    for aval in exported.out_avals:
+        return ()
+    donated = []
+    for index, aval in enumerate(exported.out_avals):
         dtype = _carried_dtype(aval.dtype)  # None: refused by `_program` with its message
         if dtype is not None and aval.size * dtype.itemsize >= IN_PLACE_MIN_BYTES:
-            donors.append(jax.ShapeDtypeStruct(aval.shape, dtype))
-    return donors
+            donated.append(index)
+    return tuple(donated)
+
+
+def _donor(aval: Any) -> jax.ShapeDtypeStruct:
+    """The parameter that receives the output of `aval`."""
+    dtype = _carried_dtype(aval.dtype)
+    assert dtype is not None, "_donated_outputs takes carried dtypes only"
+    return jax.ShapeDtypeStruct(aval.shape, dtype)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import operator
 import os
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ __all__ = [
     "SpecRecords",
     "TensorSpec",
     "decode_specs",
-    "donated_outputs",
     "encode_specs",
     "load_program",
     "program_file_bytes",
@@ -143,6 +142,11 @@ class Program:
     #: which `compile_program` uses when given no `options`; None for a program that
     #: `lower` made (cyxla's default options).
     compile_options: bytes | None = field(default=None, repr=False, compare=False)
+    #: The outputs the program writes into parameters of its own, in order: the
+    #: parameters after `inputs`, which `lower` adds on the CPU for large outputs, each
+    #: aliasing one output, so that the result is written into the caller's memory.
+    #: `compile_program` checks them against the compiled executable.
+    donated_outputs: tuple[int, ...] = ()
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the program to a program file at `path` for `load_program`, here or in
@@ -195,56 +199,6 @@ def decode_specs(encoded: Iterable[Any]) -> tuple[TensorSpec, ...]:
     )
 
 
-#: The attribute with which a parameter of `main` says which output it is donated to.
-ALIASING_ATTRIBUTE = "tf.aliasing_output"
-
-
-def _main_aliases(module: Any) -> list[int | None]:
-    """Per parameter of the `main` function of an MLIR module, the output it aliases."""
-    from cyxla._jaxlib import ir
-
-    for op in module.body.operations:
-        if ir.StringAttr(op.attributes["sym_name"]).value != "main":
-            continue
-        if "arg_attrs" not in op.attributes:
-            return []
-        aliases: list[int | None] = []
-        for attributes in ir.ArrayAttr(op.attributes["arg_attrs"]):
-            dictionary = ir.DictAttr(attributes)
-            aliases.append(
-                ir.IntegerAttr(dictionary[ALIASING_ATTRIBUTE]).value
-                if ALIASING_ATTRIBUTE in dictionary
-                else None
-            )
-        return aliases
-    return []
-
-
-def donated_outputs(program: Program) -> tuple[int, ...]:
-    """The outputs the program writes into parameters of its own, in order: the
-    parameters after `program.inputs` that `lower` adds for large outputs, each donated
-    to (aliasing) one output, so that the result is written into the caller's memory.
-    Empty when there are none, or when this jaxlib cannot read the StableHLO."""
-    return _donated_outputs(bytes(program.stablehlo), len(program.inputs))
-
-
-# Reading the StableHLO takes an MLIR context (milliseconds); saving or pickling the same
-# program again asks again.
-@functools.lru_cache(maxsize=32)
-def _donated_outputs(stablehlo: bytes, inputs: int) -> tuple[int, ...]:
-    from cyxla._jaxlib import _jax, mlir  # reading StableHLO takes jaxlib's MLIR
-
-    with mlir.make_ir_context():
-        try:
-            module = _jax.mlir.deserialize_portable_artifact(stablehlo)
-        except Exception:  # jaxlib raises its own error types for unreadable bytecode
-            return ()
-        extra = _main_aliases(module)[inputs:]
-    if any(alias is None for alias in extra):
-        return ()  # not parameters `lower` added: compile_program refuses them
-    return tuple(int(alias) for alias in extra if alias is not None)
-
-
 def _file_path(path: Any, caller: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -257,19 +211,18 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     """The program file of `program`, written by the core (src/program/program_file.cpp);
     UnsupportedProgramError naming `writer` if its output structure cannot be kept,
     InvalidArgumentError (a ValueError) if a text field holds a line break."""
-    # The file records JAX's versions and reads the StableHLO with jaxlib: writing one
-    # imports JAX (a process that only loads and runs programs writes none).
-    import jax
-    import jaxlib
-
-    from cyxla._compile_options import compile_options
-
-    # A structure read from a file and not decoded since is written as the file held it.
+    # A structure read from a file and not decoded since is written as the file held it,
+    # and JAX's versions are its installed distributions': saving or pickling a loaded
+    # program imports no JAX.
     stored = program.__dict__[_TREE_SLOT]
     tree = stored.text if isinstance(stored, _StoredTree) else None
     if tree is None and program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)
     options = program.compile_options
+    if options is None:  # cyxla's defaults, which jaxlib makes (`lower` made the program)
+        from cyxla._compile_options import compile_options
+
+        options = compile_options()
     return _core._pack_program_file(
         name=program.name,
         platform=program.platform,
@@ -277,12 +230,12 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
         inputs=encode_specs(program.inputs),
         outputs=encode_specs(program.outputs),
         custom_calls=list(program.custom_calls),
-        donated_outputs=list(donated_outputs(program)),
+        donated_outputs=list(program.donated_outputs),
         stablehlo=bytes(program.stablehlo),
-        compile_options=compile_options() if options is None else options,
+        compile_options=options,
         cyxla_version=__version__,
-        jax_version=jax.__version__,
-        jaxlib_version=jaxlib.__version__,
+        jax_version=metadata.version("jax"),
+        jaxlib_version=metadata.version("jaxlib"),
         output_tree=tree,
     )
 
@@ -322,6 +275,7 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
         name=contents["name"],
         output_tree=_StoredTree(flat_tuple(len(outputs)) if tree is None else tree),
         compile_options=contents["compile_options"],
+        donated_outputs=tuple(contents["donated_outputs"]),
     )
 
 

@@ -103,9 +103,11 @@ std::vector<size_t> checked_donations(const HloSignature& signature, const Progr
     }
     donated.push_back(alias->first);
   }
-  if (origin.donated_outputs_claimed && donated != program.donated_outputs) {
-    refuse(origin, "the outputs written in place are " + text(program.donated_outputs) +
-                       ", but the compiled program writes " + text(donated) + " in place");
+  if (donated != program.donated_outputs) {
+    refuse(origin, "the outputs written in place are listed as " +
+                       text(program.donated_outputs) +
+                       " (a program file's donated_output lines, Program.donated_outputs), "
+                       "but the compiled program writes " + text(donated) + " in place");
   }
   return donated;
 }

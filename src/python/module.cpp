@@ -304,7 +304,7 @@ NB_MODULE(_core, m) {
       [](const Runtime& runtime, const std::string& source, std::string name,
          std::string platform, nb::bytes stablehlo, nb::bytes compile_options,
          const std::vector<SpecTuple>& inputs, const std::vector<SpecTuple>& outputs,
-         std::vector<std::string> custom_calls) {
+         std::vector<std::string> custom_calls, std::vector<size_t> donated_outputs) {
         // GCOVR_EXCL_STOP
         program::ProgramFile program;
         program.name = std::move(name);
@@ -314,8 +314,8 @@ NB_MODULE(_core, m) {
         program.inputs = to_specs(inputs);
         program.outputs = to_specs(outputs);
         program.custom_calls = std::move(custom_calls);
-        // A lowered program claims no outputs written in place: the executable says.
-        const program::Origin origin{source, ErrorKind::InvalidArgument, false, false};
+        program.donated_outputs = std::move(donated_outputs);
+        const program::Origin origin{source, ErrorKind::InvalidArgument, false};
         program::Compiled compiled;
         cache::Warnings warnings;
         try {
@@ -330,10 +330,11 @@ NB_MODULE(_core, m) {
                               compiled.load_seconds, compiled.cache_error);
       },
       "runtime"_a, "source"_a, "name"_a, "platform"_a, "stablehlo"_a, "compile_options"_a,
-      "inputs"_a, "outputs"_a, "custom_calls"_a,
+      "inputs"_a, "outputs"_a, "custom_calls"_a, "donated_outputs"_a,
       "The program's executable, from the disk cache or compiled (program/load_or_compile.hpp): "
       "(executable, cache_hit, compile_seconds, load_seconds, cache_error). `source` starts "
-      "every refusal; the outputs written in place are read from the executable.");
+      "every refusal; every spec and the outputs written in place are checked against the "
+      "executable.");
   // A test hook (tests/test_hlo_signature.py checks it against jaxlib's compiled modules).
   m.def(
       "_hlo_signature",
