@@ -10,7 +10,6 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,8 @@ _INSTALL_HINT = (
 
 def package_version(name: str) -> str | None:
     """The installed version of the distribution `name`, or None."""
+    from importlib import metadata  # where JAX is imported: a lean start spares it
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -50,6 +51,8 @@ def _named(name: str) -> str:
 def distribution_of(library: str) -> str | None:
     """The "name version" of the installed distribution that ships the file `library`, or None
     (a library given by path outside any wheel)."""
+    from importlib import metadata
+
     path = Path(library).resolve()
     for entry in sys.path:
         try:

@@ -7,7 +7,6 @@ import os
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +217,8 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     tree = stored.text if isinstance(stored, _StoredTree) else None
     if tree is None and program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)
+    from importlib import metadata  # where a program is written, not on a lean start
+
     options = program.compile_options
     if options is None:  # cyxla's defaults, which jaxlib makes (`lower` made the program)
         from cyxla._compile_options import compile_options
