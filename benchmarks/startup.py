@@ -19,7 +19,9 @@ compiles it (a hit in the warm disk cache) and runs it, and never imports JAX; t
 before the process is started to its first result, with its phases (Python's start and
 the imports, the load, the compile, the run), and its peak resident set against
 benchmarks/bare_pjrt.c, a C process that compiles and runs the same StableHLO with nothing
-but the PJRT C API. The two kinds of process alternate; medians and spread (min to max).
+but the PJRT C API; and the same Python process with JAX imported first, as every process
+was before cyxla imported JAX only where needed. The three kinds of process alternate;
+medians and spread (min to max).
 """
 
 from __future__ import annotations
@@ -105,6 +107,10 @@ print("compiled_unix_ns", compiled)
 print("first_output", float(y.flat[0]))
 print("cache_hit", int(statistics.cache_hit))
 print("imports_jax", int(any(m in sys.modules for m in ("jax", "jaxlib", "ml_dtypes"))))
+# CPU time (user and system) of the whole process: what a loaded machine inflates least.
+import resource
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print("cpu_ms", (usage.ru_utime + usage.ru_stime) * 1e3)
 with open("/proc/self/status") as status:
     print("peak_rss_kib", next(l for l in status if l.startswith("VmHWM:")).split()[1])
 """
@@ -179,12 +185,15 @@ def lean_start(starts: int) -> None:
         )
         lean = [sys.executable, "-c", _LEAN, str(program), str(inputs)]
         _launch(lean, cache)  # fills the disk cache, and the OS's page cache
-        runs, bare_runs = [], []
+        # The same process with JAX imported first: what it would cost if cyxla imported it.
+        with_jax = [sys.executable, "-c", "import jax\n" + _LEAN, str(program), str(inputs)]
+        runs, bare_runs, jax_runs = [], [], []
         for _ in range(starts):
-            fields, started = _launch(lean, cache)
-            runs.append(
-                {k: (v - started) / 1e6 if k.endswith("_ns") else v for k, v in fields.items()}
-            )
+            for command, into in ((lean, runs), (with_jax, jax_runs)):
+                fields, started = _launch(command, cache)
+                into.append(
+                    {k: (v - started) / 1e6 if k.endswith("_ns") else v for k, v in fields.items()}
+                )
             bare_runs.append(_launch([str(bare), plugin, str(program), str(inputs)], cache)[0])
     if not all(r["cache_hit"] for r in runs) or any(r["imports_jax"] for r in runs):
         raise SystemExit("a lean start missed the disk cache or imported JAX")
@@ -197,6 +206,12 @@ def lean_start(starts: int) -> None:
     print(f"lean start (load_program, compile_program from the warm cache, run), {starts} starts")
     first = [r["first_result_unix_ns"] for r in runs]
     print(f"  start to first result          {_spread(first, 'ms')}")
+    jax_first = [r["first_result_unix_ns"] for r in jax_runs]
+    print(f"    the same, JAX imported first {_spread(jax_first, 'ms')}")
+    cpu = [r["cpu_ms"] for r in runs]
+    print(f"  CPU time (user+sys)            {_spread(cpu, 'ms')}")
+    jax_cpu = [r["cpu_ms"] for r in jax_runs]
+    print(f"    the same, JAX imported first {_spread(jax_cpu, 'ms')}")
     phases = [
         ("Python start and imports", "imported_unix_ns", None),
         ("load_program", "loaded_unix_ns", "imported_unix_ns"),
@@ -210,6 +225,8 @@ def lean_start(starts: int) -> None:
     bare_rss = [b["peak_rss_kib"] / 1024 for b in bare_runs]
     print(f"  peak RSS, lean Python          {_spread(lean_rss, 'MiB')}")
     print(f"  peak RSS, bare PJRT (compiles) {_spread(bare_rss, 'MiB')}")
+    jax_rss = [r["peak_rss_kib"] / 1024 for r in jax_runs]
+    print(f"  peak RSS, JAX imported first   {_spread(jax_rss, 'MiB')}")
     ratio = statistics.median(lean_rss) / statistics.median(bare_rss)
     print(f"  ratio lean / bare PJRT         {ratio:.2f}")
 
