@@ -119,7 +119,8 @@ def test_lower_is_imported_on_first_use() -> None:
     )
     assert lines == ["False True", "True cyxla._lowering", "False"]
     assert cx.lower.__module__ == "cyxla._lowering"
-    assert {"lower", "lower_batched", "cache_key", "SUPPORTED_DTYPES"} <= set(cx.__all__)
+    lazy = {"lower", "lower_batched", "cache_key", "SUPPORTED_DTYPES", "verify_program_file"}
+    assert lazy <= set(cx.__all__) and all(getattr(cx, name) for name in lazy)
 
 
 def test_a_program_calling_jaxlib_handlers_gets_them_at_compile(tmp_path: Path) -> None:

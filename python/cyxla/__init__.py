@@ -46,7 +46,6 @@ from cyxla._ffi.registry import register_ffi_target, register_jax_targets
 from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE
 from cyxla._plugins import PluginEntry
 from cyxla._program import Program, TensorSpec, load_program
-from cyxla._verification import ProgramFileVerdict, verify_program_file
 from cyxla._version import __version__
 
 if TYPE_CHECKING:
@@ -54,14 +53,18 @@ if TYPE_CHECKING:
     from cyxla._cache.keys import cache_key
     from cyxla._dtypes import SUPPORTED_DTYPES
     from cyxla._lowering import lower
+    from cyxla._verification import ProgramFileVerdict, verify_program_file
 
-#: Public names that import JAX (or ml_dtypes, for SUPPORTED_DTYPES), imported on first
-#: use (PEP 562): a process that only loads and runs programs never imports JAX.
+#: Public names that a process which only loads and runs programs does not need, imported
+#: on first use (PEP 562): those that import JAX, ml_dtypes (SUPPORTED_DTYPES) or the
+#: child-process machinery of verify_program_file. Such a process never imports JAX.
 _IMPORTED_ON_USE = {
+    "ProgramFileVerdict": "cyxla._verification",
     "SUPPORTED_DTYPES": "cyxla._dtypes",
     "cache_key": "cyxla._cache.keys",
     "lower": "cyxla._lowering",
     "lower_batched": "cyxla._batched_lowering",
+    "verify_program_file": "cyxla._verification",
 }
 
 
