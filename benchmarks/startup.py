@@ -20,8 +20,10 @@ before the process is started to its first result, with its phases (Python's sta
 the imports, the load, the compile, the run), and its peak resident set against
 benchmarks/bare_pjrt.c, a C process that compiles and runs the same StableHLO with nothing
 but the PJRT C API; and the same Python process with JAX imported first, as every process
-was before cyxla imported JAX only where needed. The three kinds of process alternate;
-medians and spread (min to max).
+was before cyxla imported JAX only where needed. The kinds of process alternate;
+medians and spread (min to max). The lean start runs once more with NumPy's OpenBLAS
+kept to one thread (OPENBLAS_NUM_THREADS=1), which a process that does no linear algebra
+in NumPy can afford: at import OpenBLAS starts a thread per CPU.
 """
 
 from __future__ import annotations
@@ -146,12 +148,13 @@ def _fields(output: str) -> dict[str, float]:
     return {k: float(v) for k, v in (line.split() for line in output.splitlines() if line)}
 
 
-def _launch(command: list[str], cache: Path) -> tuple[dict[str, float], int]:
+def _launch(
+    command: list[str], cache: Path, env: dict[str, str] | None = None
+) -> tuple[dict[str, float], int]:
     """Runs `command`; its output's fields and the wall-clock time it was started at."""
     started = time.time_ns()
-    result = subprocess.run(
-        command, capture_output=True, text=True, env={**os.environ, "CYXLA_CACHE_DIR": str(cache)}
-    )
+    environment = {**os.environ, "CYXLA_CACHE_DIR": str(cache), **(env or {})}
+    result = subprocess.run(command, capture_output=True, text=True, env=environment)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}")
     return _fields(result.stdout), started
@@ -187,10 +190,13 @@ def lean_start(starts: int) -> None:
         _launch(lean, cache)  # fills the disk cache, and the OS's page cache
         # The same process with JAX imported first: what it would cost if cyxla imported it.
         with_jax = [sys.executable, "-c", "import jax\n" + _LEAN, str(program), str(inputs)]
-        runs, bare_runs, jax_runs = [], [], []
+        # And with NumPy's OpenBLAS kept to one thread: at import it starts one per CPU.
+        one_thread = {"OPENBLAS_NUM_THREADS": "1"}
+        runs, bare_runs, jax_runs, blas_runs = [], [], [], []
         for _ in range(starts):
-            for command, into in ((lean, runs), (with_jax, jax_runs)):
-                fields, started = _launch(command, cache)
+            kinds = ((lean, None, runs), (with_jax, None, jax_runs), (lean, one_thread, blas_runs))
+            for command, env, into in kinds:
+                fields, started = _launch(command, cache, env)
                 into.append(
                     {k: (v - started) / 1e6 if k.endswith("_ns") else v for k, v in fields.items()}
                 )
@@ -208,6 +214,8 @@ def lean_start(starts: int) -> None:
     print(f"  start to first result          {_spread(first, 'ms')}")
     jax_first = [r["first_result_unix_ns"] for r in jax_runs]
     print(f"    the same, JAX imported first {_spread(jax_first, 'ms')}")
+    blas_first = [r["first_result_unix_ns"] for r in blas_runs]
+    print(f"    OPENBLAS_NUM_THREADS=1       {_spread(blas_first, 'ms')}")
     cpu = [r["cpu_ms"] for r in runs]
     print(f"  CPU time (user+sys)            {_spread(cpu, 'ms')}")
     jax_cpu = [r["cpu_ms"] for r in jax_runs]
