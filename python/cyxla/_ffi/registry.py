@@ -136,16 +136,14 @@ def unsupported_reason(platform: str, name: str) -> str | None:
 
 
 def register_on_load(plugin: _core.Plugin, runtime: _core.Runtime, platform: str) -> None:
-    """Registers what the newly loaded plugin of `platform` should hold: cyxla's own
-    handlers (Python callbacks, on the CPU), the targets recorded so far and, once JAX is
-    imported, jaxlib's CPU handlers and the targets JAX holds (when mirroring); a process
-    that has not imported JAX gets those when a program first calls a target the plugin
-    does not hold (`register_missing`). Rejections are recorded, not raised: a program
-    that needs one raises at compile."""
+    """Registers what the newly loaded plugin of `platform` should hold: the targets
+    recorded so far and, once JAX is imported, cyxla's handler of Python callbacks,
+    jaxlib's CPU handlers and the targets JAX holds (when mirroring); a process that has
+    not imported JAX gets those when a program first calls a target the plugin does not
+    hold (`register_missing`). Rejections are recorded, not raised: a program that needs
+    one raises at compile."""
     global _loaded
-    entries: list[Target] = cyxla_targets(platform)
-    if jax_imported():
-        entries += _jax_sources(platform)
+    entries = _jax_sources(platform) if jax_imported() else []
     with lock:
         record(entries)
         _loaded = _Loaded(plugin, runtime, platform)
@@ -168,8 +166,10 @@ def register_missing(targets: list[str]) -> None:
 
 
 def _jax_sources(platform: str) -> list[Target]:
-    """jaxlib's handlers for `platform` and the targets JAX holds (when mirroring)."""
-    entries: list[Target] = []
+    """What a process that imported JAX gives the plugin of `platform`: cyxla's handler
+    of Python callbacks (which only `lower` makes programs call), jaxlib's handlers and
+    the targets JAX holds (when mirroring)."""
+    entries: list[Target] = cyxla_targets(platform)
     if platform == "cpu":
         entries += jaxlib_targets().values()
     if mirroring_enabled():
