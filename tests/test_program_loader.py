@@ -147,9 +147,9 @@ def test_open_runtime_refuses_a_short_struct_size() -> None:
 
 
 def _parts(program: cx.Program) -> tuple[bytes, bytes, bytes]:
-    from cyxla._executable import _compile_options
+    from cyxla._compile_options import compile_options
 
-    return metadata_text(program).encode(), program.stablehlo, _compile_options(None)
+    return metadata_text(program).encode(), program.stablehlo, compile_options(None)
 
 
 def _with_metadata(old: str, new: str) -> Callable[[cx.Program], bytes]:
