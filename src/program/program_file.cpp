@@ -125,9 +125,15 @@ TensorSpec tensor_spec(std::string_view value, const Bad& bad) {
       bad("the dimension " + quoted(item) + " is not an integer from 0 to 2^63-1");
     }
     spec.dims.push_back(d);
-    if (comma == std::string_view::npos) return spec;
+    if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
+  // The runtime sizes buffers from these dims: a product that wraps would size them small.
+  if (!spec.checked_bytes()) {
+    bad("the shape " + quoted(value.substr(space + 1)) +
+        " holds more bytes than a 64-bit size counts");
+  }
+  return spec;
 }
 
 /// How deeply JSON `text` nests arrays and objects, counted without recursing.
