@@ -13,6 +13,7 @@
 
 #include "abi/registry.hpp"
 #include "abi/standalone.hpp"
+#include "abi/c_enum.hpp"
 #include "abi/status.hpp"
 #include "common/error.hpp"
 #include "runtime/bound_call.hpp"
@@ -142,10 +143,10 @@ cyxla_Status check_arguments(const char* function, const Entry& e, const cyxla_I
   }
   for (size_t i = 0; i < n_in; ++i) {
     const cyxla_Input& input = inputs[i];
-    if (input.type != e.input_types[i]) {
+    if (raw_value(input.type) != e.input_types[i]) {
       return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
                   "%s: input %zu has element type %s, the program takes %s", function, i,
-                  element_type_name(input.type).data(),
+                  element_type_name_of_value(raw_value(input.type)).data(),
                   element_type_name(e.input_types[i]).data());
     }
     if (input.nbytes != e.input_bytes[i]) {
@@ -228,10 +229,10 @@ cyxla_Status checked_execute_batch(const cyxla_ProgramSpec* spec, size_t n,
   SmallArray<const void*> data(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     const cyxla_Input& input = inputs[i];
-    if (input.type != e->input_types[i]) {
+    if (raw_value(input.type) != e->input_types[i]) {
       return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
                   "execute_batch: input %zu has element type %s, the program takes %s", i,
-                  element_type_name(input.type).data(),
+                  element_type_name_of_value(raw_value(input.type)).data(),
                   element_type_name(e->input_types[i]).data());
     }
     size_t expected = 0;
