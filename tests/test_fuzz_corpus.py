@@ -55,6 +55,8 @@ def test_hlo_modules(path: Path) -> None:
         return
     assert signature is not None
     parameters, aliases = signature
+    for element_type, dims in parameters:
+        assert element_type >= 0 and all(isinstance(d, int) for d in dims)
     for output, parameter in aliases:
         assert output >= 0 and parameter >= 0
 
