@@ -5,9 +5,11 @@ thresholds: the figures are measured, not tested."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import random
+import re
 import subprocess
 import sys
 import time
@@ -18,6 +20,7 @@ import numpy as np
 import pytest
 
 from cyxla._bench import paths, plot, programs, report, rounds
+from cyxla._bench.progress import Progress
 from cyxla._cli import bench
 
 from support import run_cyxla
@@ -144,6 +147,11 @@ def test_bench_times_the_chosen_paths_and_always_the_floor() -> None:
     # No jax.jit timed: no ratio to it, and no thread speedup without the threads path.
     assert only["native"]["ratio_to_jax_jit"] is None and only["threads_speedup"] is None
     assert _finite_positive(only["native"]["ratio_to_pjrt_floor"])
+    # Progress goes to stderr, a line per report when stderr is not a terminal.
+    lines = result.stderr.splitlines()
+    assert lines[0] == "bench: sin3 (program 1 of 1): calibrating"
+    assert re.fullmatch(r"bench: sin3 \(program 1 of 1\): round 1/3, about \d+ s left", lines[1])
+    assert lines[-1] == "bench: sin3 (program 1 of 1): round 3/3, done"
 
 
 def test_bench_on_the_cpu_clock_leaves_out_the_threads() -> None:
@@ -283,6 +291,25 @@ def test_the_plot_draws_every_path(tmp_path: Path) -> None:
     assert "<svg" in svg and svg.count('id="patch_') >= 2 + 2
 
 
+def test_the_plot_of_one_program_shows_its_title_and_legend_whole() -> None:
+    """One program makes the narrowest figure: its title fits it, and the legend beside
+    the axes overlaps no bar."""
+    row = {"median_ns": 1.0, "ratio_to_pjrt_floor": 3.0, "ratio_to_pjrt_floor_quartiles": [2, 4]}
+    paths = {name: row for name in ("native", "run", "bound", "jax_jit")}
+    figure = plot.draw({"rounds": 21, "programs": {"sin3": {"description": "d", **paths}}})
+    try:
+        renderer = figure.canvas.get_renderer()
+        page = figure.get_window_extent(renderer)
+        (axes,) = figure.axes
+        title = axes.title.get_window_extent(renderer)
+        assert page.x0 <= title.x0 and title.x1 <= page.x1, (title, page)
+        legend = axes.get_legend().get_window_extent(renderer)
+        for bar in axes.patches:
+            assert not bar.get_window_extent(renderer).overlaps(legend)
+    finally:
+        plot.pyplot().close(figure)
+
+
 def test_bench_prints_a_table_without_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -307,3 +334,23 @@ def test_bench_arguments_default_to_every_program_and_path() -> None:
     args = parser.parse_args([])
     assert args.programs == [p.key for p in programs.PROGRAMS]
     assert args.paths == list(paths.PATHS) and args.threads == 2 and args.plot is None
+
+
+def test_progress_counts_rounds_over_every_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The estimate is the time per round so far times the rounds left, this program's
+    and the later programs'."""
+    # Progress(), program(), a round of 2 s, program(), a round of 1 s.
+    clock = iter([0.0, 100.0, 102.0, 110.0, 111.0])
+    monkeypatch.setattr("cyxla._bench.progress.time.monotonic", lambda: next(clock))
+    stream = io.StringIO()
+    progress = Progress(programs=2, rounds=3, stream=stream)
+    progress.program("sin3")
+    progress.round(1)  # 2 rounds of sin3 and 3 of the next left, at 2 s each
+    progress.program("ew1m")
+    progress.round(1)  # 2 rounds left at 1 s each
+    assert stream.getvalue().splitlines() == [
+        "bench: sin3 (program 1 of 2): calibrating",
+        "bench: sin3 (program 1 of 2): round 1/3, about 10 s left",
+        "bench: ew1m (program 2 of 2): calibrating",
+        "bench: ew1m (program 2 of 2): round 1/3, about 2 s left",
+    ]

@@ -24,7 +24,6 @@ import pytest
 
 import cyxla as cx
 from cyxla._cache import store
-from cyxla._program import donated_outputs
 
 from support import (
     OK,
@@ -262,7 +261,7 @@ def test_outputs_written_in_place_are_used_by_both(tmp_path: Path, cache: Path) 
 
     cx.initialize(platform="cpu")
     program = cx.lower(double_sin, [jax.ShapeDtypeStruct((256, 256), jnp.float32)])
-    assert donated_outputs(program) == (0,)
+    assert program.donated_outputs == (0,)
     path = tmp_path / "in_place.cyxla"
     program.save(path)
     x = np.random.default_rng(1).standard_normal((256, 256), np.float32)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import cyxla as cx
 
 from support import plugin_library, run_cyxla
 
@@ -83,3 +86,37 @@ def test_plugins_path_prints_one_library_or_says_what_to_install() -> None:
     assert "no tpu plugin is installed; install one with: pip install 'cyxla[tpu]'" in (
         missing.stderr
     )
+
+
+def test_includes_name_the_headers_of_an_extension_module() -> None:
+    """`--includes` gives the -I flags a C extension module builds with: Python.h's
+    directory and cyxla.h's, the one cyxla.get_include() names first."""
+    result = run_cyxla("--includes")
+    assert result.returncode == 0, result.stderr
+    flags = result.stdout.split()
+    assert flags == [f"-I{sysconfig.get_paths()['include']}", f"-I{cx.get_include()[0]}"]
+    assert (Path(flags[0][2:]) / "Python.h").is_file()
+    assert (Path(flags[1][2:]) / "cyxla" / "cyxla.h").is_file()
+
+
+@pytest.mark.parametrize(
+    "command", ["plugins", "info", "demo", "bench", "cache", "export", "verify"]
+)
+def test_every_command_explains_itself(command: str) -> None:
+    """`--help` of each command says what it does and its exit statuses."""
+    result = run_cyxla(command, "--help")
+    assert result.returncode == 0, result.stderr
+    _, description = result.stdout.split("\n\n", 1)
+    assert len(description.split("\n\n", 1)[0]) > 100, result.stdout
+    assert "exit status: 0" in result.stdout
+
+
+def test_export_help_shows_an_example() -> None:
+    result = run_cyxla("export", "--help")
+    assert "  python -m cyxla export mymodel:predict --arg f32[16,64]" in result.stdout
+
+
+def test_version_names_the_package_and_the_abi() -> None:
+    result = run_cyxla("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"cyxla {cx.__version__} (native ABI {cx.ABI_VERSION})\n"

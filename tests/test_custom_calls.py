@@ -26,6 +26,7 @@ from jax._src.lib import xla_client
 
 import cyxla as cx
 from cyxla import _core
+from cyxla import _lowering as cx_lowering
 from cyxla._ffi import checks as ffi_checks
 from cyxla._ffi import mirror, registry
 from cyxla._ffi import plugin as ffi_plugin
@@ -442,16 +443,26 @@ def _lower_error(fn: Callable[..., Any], custom_calls: tuple[str, ...] = ()) -> 
     return str(info.value)
 
 
-def test_pure_callback_is_refused() -> None:
+@pytest.fixture
+def no_callback_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lower` as on a platform without cyxla's callback handler (any but the CPU): JAX
+    lowers the callbacks its own way, which jax.export refuses."""
+    monkeypatch.setattr(cx_lowering, "_callback_lowering", lambda name, platform: None)
+
+
+@pytest.mark.usefixtures("no_callback_handler")
+def test_pure_callback_is_refused_without_the_handler() -> None:
     def fn(x: jax.Array) -> jax.Array:
         return jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
 
     message = _lower_error(fn)
-    assert "fn uses jax.pure_callback" in message
+    assert "fn uses jax.pure_callback (numpy.sin)" in message
+    assert "on the CPU plugin only" in message
     assert "'xla_ffi_python_cpu_callback'" in message
 
 
-def test_io_callback_is_refused() -> None:
+@pytest.mark.usefixtures("no_callback_handler")
+def test_io_callback_is_refused_without_the_handler() -> None:
     from jax.experimental import io_callback
 
     def fn(x: jax.Array) -> jax.Array:
@@ -462,22 +473,39 @@ def test_io_callback_is_refused() -> None:
     assert "'xla_ffi_python_cpu_callback'" in message
 
 
-def test_debug_print_is_refused() -> None:
+@pytest.mark.usefixtures("no_callback_handler")
+def test_debug_print_is_refused_without_the_handler() -> None:
     def fn(x: jax.Array) -> jax.Array:
         jax.debug.print("x = {}", x)
         return x * 2
 
     message = _lower_error(fn)
-    assert "jax.debug.print" in message and "'xla_ffi_python_cpu_callback'" in message
+    assert "jax.debug.print (jax.debug.print('x = {}'))" in message
+    assert "'xla_ffi_python_cpu_callback'" in message
 
 
-def test_debug_callback_is_refused() -> None:
+@pytest.mark.usefixtures("no_callback_handler")
+def test_debug_callback_is_refused_without_the_handler() -> None:
+    def record(value: jax.Array) -> None:
+        del value
+
     def fn(x: jax.Array) -> jax.Array:
-        jax.debug.callback(lambda value: None, x)
+        jax.debug.callback(record, x)
         return x * 2
 
     message = _lower_error(fn)
-    assert "jax.debug.callback" in message and "'xla_ffi_python_cpu_callback'" in message
+    assert "jax.debug.callback" in message and "record" in message
+
+
+@pytest.mark.usefixtures("no_callback_handler")
+def test_an_equinox_check_is_refused_with_the_way_out() -> None:
+    import equinox as eqx
+
+    def fn(x: jax.Array) -> jax.Array:
+        return eqx.error_if(x, x > 1, "too large")
+
+    message = _lower_error(fn)
+    assert "equinox." in message and "EQX_ON_ERROR=nan" in message
 
 
 def test_an_untyped_custom_call_is_refused() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,8 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core, _plugins, _program, _stablehlo
+from cyxla import _core, _plugins, _stablehlo
+from cyxla import _lowering as cx_lowering
 from cyxla._lowering import IN_PLACE_MIN_BYTES
 
 from support import compile_fn, plugin_library, run_cyxla, run_steps, spec
@@ -245,7 +247,12 @@ def test_raw_key_data_is_fine() -> None:
 
 
 @pytest.mark.parametrize("kind", ["jax.debug.print", "jax.pure_callback"])
-def test_python_callbacks_are_refused(kind: str) -> None:
+def test_python_callbacks_are_refused_without_the_handler(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As on a platform other than the CPU, where cyxla has no callback handler.
+    monkeypatch.setattr(cx_lowering, "_callback_lowering", lambda name, platform: None)
+
     def fn(x: jax.Array) -> jax.Array:
         if kind == "jax.debug.print":
             jax.debug.print("x = {}", x)
@@ -255,8 +262,8 @@ def test_python_callbacks_are_refused(kind: str) -> None:
     with pytest.raises(cx.UnsupportedProgramError) as caught:
         cx.lower(fn, [jax.ShapeDtypeStruct((3,), jnp.float32)])
     message = str(caught.value)
-    assert message.startswith(f"fn uses {kind}: a Python host callback")
-    assert "cannot run on a PJRT plugin" in message
+    assert message.startswith(f"fn uses {kind} (")
+    assert "Python host callbacks on the CPU plugin only" in message
 
 
 def test_lower_names_a_bad_argument() -> None:
@@ -415,9 +422,8 @@ def test_dropping_an_input_of_a_program_with_donated_outputs_is_refused() -> Non
     program writes nothing in place, and its specs are refused, not read as donations."""
     length = IN_PLACE_MIN_BYTES // 4  # an output large enough to be written in place
     program = cx.lower(jnp.multiply, [spec((length,), np.float32)] * 2)
-    assert _program.donated_outputs(program) == (0,)
+    assert program.donated_outputs == (0,)
     edited = dataclasses.replace(program, inputs=program.inputs[:1])
-    assert _program.donated_outputs(edited) == ()
     with pytest.raises(
         cx.InvalidArgumentError,
         match=rf"it takes 3 parameters \(f32\[{length}\], f32\[{length}\], f32\[{length}\]\), "
@@ -431,7 +437,7 @@ def test_the_outputs_written_in_place_are_read_from_the_compiled_program() -> No
     writes in place: the plugin's executable says, on a compile and on a cache hit."""
     length = IN_PLACE_MIN_BYTES // 4
     program = cx.lower(lambda x, y: (x * y, x + 1), [spec((length,), np.float32)] * 2)
-    assert _program.donated_outputs(program) == (0, 1)  # what the StableHLO says
+    assert program.donated_outputs == (0, 1)  # what the StableHLO says
     x = np.linspace(0, 1, length, dtype=np.float32)
     for _ in range(2):  # compiled, then from the disk cache
         executable, _ = cx.compile_program(program)
@@ -441,16 +447,38 @@ def test_the_outputs_written_in_place_are_read_from_the_compiled_program() -> No
         np.testing.assert_array_equal(successor, x + 1)
     # No inputs: the output's parameter is the first (number 0, which XLA's proto omits).
     ramp = cx.lower(lambda: jnp.arange(length, dtype=jnp.float32), [])
-    assert _program.donated_outputs(ramp) == (0,)
+    assert ramp.donated_outputs == (0,)
     executable, _ = cx.compile_program(ramp)
     assert executable._native.donated_outputs == [0]
     np.testing.assert_array_equal(executable.run([])[0], np.arange(length, dtype=np.float32))
 
 
-def test_donated_outputs_of_stablehlo_that_jaxlib_cannot_read() -> None:
-    lowered = cx.lower(jnp.sin, [spec((3,), np.float32)])
-    unreadable = dataclasses.replace(lowered, stablehlo=lowered.stablehlo[:-40])
-    assert _program.donated_outputs(unreadable) == ()
+def test_outputs_claimed_in_place_are_checked_against_the_compiled_program() -> None:
+    length = IN_PLACE_MIN_BYTES // 4
+    program = cx.lower(lambda x: (x + 1, x * 2), [spec((length,), np.float32)])
+    assert program.donated_outputs == (0, 1)
+    for claim in [(), (1, 0), (0,)]:
+        with pytest.raises(
+            cx.InvalidArgumentError,
+            match=rf"the outputs written in place are listed as \({', '.join(map(str, claim))}\) "
+            r".*but the compiled program writes \(0, 1\) in place",
+        ):
+            cx.compile_program(dataclasses.replace(program, donated_outputs=claim))
+
+
+def test_saving_a_program_does_not_read_its_stablehlo(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Corrupted StableHLO could crash jaxlib's reader: saving and pickling only copy it.
+    from cyxla import _jaxlib
+
+    lowered = cx.lower(jnp.sin, [spec((IN_PLACE_MIN_BYTES // 4,), np.float32)])
+    corrupted = dataclasses.replace(lowered, stablehlo=lowered.stablehlo[:-40])
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("jaxlib read the StableHLO")
+
+    monkeypatch.setattr(_jaxlib._jax.mlir, "deserialize_portable_artifact", refuse)
+    again = pickle.loads(pickle.dumps(corrupted))
+    assert again.stablehlo == corrupted.stablehlo and again.donated_outputs == (0,)
 
 
 #: A module whose main function comes after another function, which it calls.

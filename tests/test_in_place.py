@@ -15,7 +15,6 @@ import pytest
 import cyxla
 from cyxla import _benchmark, _lowering
 from cyxla._lowering import IN_PLACE_MIN_BYTES
-from cyxla._program import donated_outputs
 
 LARGE = IN_PLACE_MIN_BYTES // 4  # f32 elements of the smallest output written in place
 
@@ -43,7 +42,7 @@ def data(length: int, seed: int = 0) -> np.ndarray:
 def test_large_outputs_get_a_donated_parameter_the_caller_does_not_see() -> None:
     program = cyxla.lower(two, [jax.ShapeDtypeStruct((LARGE,), jnp.float32)])
     assert [s.shape for s in program.inputs] == [(LARGE,)]  # the caller's inputs only
-    assert donated_outputs(program) == (0, 2)  # not the scalar sum
+    assert program.donated_outputs == (0, 2)  # not the scalar sum
     executable = cyxla.compile_program(program)[0]
     assert executable._native.donated_outputs == [0, 2]
     assert [s.shape for s in executable.inputs] == [(LARGE,)]
@@ -55,14 +54,14 @@ def test_only_the_cpu_gets_donated_parameters(platform: str) -> None:
     (Lowering for those platforms needs their plugins; their export does not.)"""
     spec = jax.ShapeDtypeStruct((LARGE,), jnp.float32)
     exported = jax.export.export(jax.jit(two), platforms=[platform])(spec)
-    assert _lowering._donors(exported, platform) == []
+    assert _lowering._donated_outputs(exported, platform) == ()
     cpu = jax.export.export(jax.jit(two), platforms=["cpu"])(spec)
-    assert [d.shape for d in _lowering._donors(cpu, "cpu")] == [(LARGE,), (LARGE,)]
+    assert _lowering._donated_outputs(cpu, "cpu") == (0, 2)
 
 
 def test_small_outputs_are_copied() -> None:
     program = cyxla.lower(two, [jax.ShapeDtypeStruct((LARGE - 1,), jnp.float32)])
-    assert donated_outputs(program) == ()
+    assert program.donated_outputs == ()
 
 
 def test_results_are_written_in_place_and_match_jax() -> None:
@@ -138,7 +137,7 @@ def test_stored_and_cached_programs_keep_their_donated_outputs(
     program = cyxla.lower(two, [jax.ShapeDtypeStruct((LARGE,), jnp.float32)])
     assert cyxla.store_lowered("two", program)
     loaded = cyxla.load_lowered("two")
-    assert loaded is not None and donated_outputs(loaded) == (0, 2)
+    assert loaded is not None and loaded.donated_outputs == (0, 2)
     first, statistics = cyxla.compile_program(loaded)
     again, statistics_again = cyxla.compile_program(loaded)
     assert not statistics.cache_hit and statistics_again.cache_hit

@@ -7,6 +7,7 @@ import ctypes
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -841,3 +842,18 @@ def test_execute_allocates_nothing_beyond_the_plugin(tmp_path: Path) -> None:
     assert counts["batch/cyxla_16"] <= raw_16 + 0.01, counts
     assert counts["batch/cyxla_5"] <= raw_16 + 0.01, counts
     assert counts["batch/cyxla_300"] <= 2 * raw_256 + 0.01, counts
+    # The counts README and docs/performance.md quote are these, within a fifth: a plugin
+    # that allocates otherwise makes them stale, and this fails.
+    root = Path(__file__).resolve().parents[1]
+    readme = re.search(
+        r"\((\d+) for `sin3`, (\d+) for `matmul100`, (\d+) for a bound call",
+        (root / "README.md").read_text(),
+    )
+    performance = re.search(
+        r"\((\d+) for `sin3`, (\d+) for `matmul100`", (root / "docs/performance.md").read_text()
+    )
+    assert readme is not None and performance is not None
+    assert performance.groups() == readme.groups()[:2]
+    paths = ("small/cyxla", "matmul/cyxla", "small/bound")
+    for quoted, measured in zip(readme.groups(), paths, strict=True):
+        assert 0.8 * counts[measured] <= int(quoted) <= 1.2 * counts[measured], (quoted, counts)

@@ -521,9 +521,30 @@ def test_cli_lists_the_cpu_plugin_as_loadable(library: str) -> None:
     assert "StableHLO " in lines[at + 2]
     assert "cuda12 (cuda)" in lines
     assert "  not installed: pip install 'cyxla[cuda12]'" in lines
+    # Installed plugins come first, the ones that are not after them.
+    assert lines[1] != "  library: -" and at < lines.index("cuda12 (cuda)")
     # The explicit command prints the same.
     explicit = run_cyxla("plugins")
     assert explicit.returncode == 0 and explicit.stdout == result.stdout
+
+
+def test_readme_shows_the_listing_as_it_is() -> None:
+    """README's sample of `python -m cyxla`: the CPU plugin's block, line by line (its
+    values elided or of the CI's pairing), then a block of a plugin that is not
+    installed, as the command prints them, in that order."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index("`python -m cyxla` lists what it finds")
+    opening = readme.index("\n```\n", start) + len("\n```\n")
+    sample = readme[opening : readme.index("\n```", opening)].splitlines()
+    lines = run_cyxla().stdout.splitlines()
+    at = lines.index("cpu (cpu)")
+    assert sample[0] == "cpu (cpu)"
+    for shown, printed in zip(sample[1:5], lines[at + 1 : at + 5], strict=True):
+        label = shown.split(":")[0]
+        assert label.startswith("  ") and printed.startswith(label + ":"), (shown, printed)
+    assert sample[5:8] == ["tpu (tpu)", "  library: -", "  not installed: pip install 'cyxla[tpu]'"]
+    tpu = lines.index("tpu (tpu)")
+    assert at < tpu and lines[tpu + 1 : tpu + 3] == sample[6:8]
 
 
 def test_plugins_command_names_the_loaded_plugin(capsys: pytest.CaptureFixture[str]) -> None:

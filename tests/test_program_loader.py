@@ -544,14 +544,16 @@ def test_outputs_written_in_place_that_a_file_claims_wrongly_are_refused(tmp_pat
     )  # the writer's lines hold no donated_output line: the claim is "none"
     status, _, error = load(dropped)
     assert status == PROGRAM_FILE, error.message
-    assert b"the outputs written in place are (), but the compiled program writes (0)" in (
-        error.message
-    )
+    assert (
+        b"the outputs written in place are listed as () (a program file's donated_output "
+        b"lines, Program.donated_outputs), but the compiled program writes (0) in place"
+    ) in error.message
     small = mlp_program()
     added = tmp_path / "added.cyxla"
     added.write_bytes(_with_metadata("cyxla_version", "donated_output 0\ncyxla_version")(small))
     status, _, error = load(added)
     assert status == PROGRAM_FILE, error.message
-    assert b"the outputs written in place are (0), but the compiled program writes ()" in (
-        error.message
-    )
+    assert (
+        b"the outputs written in place are listed as (0) (a program file's donated_output "
+        b"lines, Program.donated_outputs), but the compiled program writes () in place"
+    ) in error.message

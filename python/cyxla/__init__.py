@@ -46,6 +46,7 @@ from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE, mirroring_enabled
 from cyxla._lowering import lower
 from cyxla._plugins import PluginEntry
 from cyxla._program import Program, TensorSpec, load_program
+from cyxla._verification import ProgramFileVerdict, verify_program_file
 from cyxla._version import __version__
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "PluginVersionError",
     "Program",
     "ProgramFileError",
+    "ProgramFileVerdict",
     "TensorSpec",
     "UnsupportedProgramError",
     "VersionSkewWarning",
@@ -101,6 +103,7 @@ __all__ = [
     "register_ffi_target",
     "register_jax_targets",
     "store_lowered",
+    "verify_program_file",
     "zeros",
 ]
 

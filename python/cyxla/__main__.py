@@ -1,15 +1,18 @@
 """`python -m cyxla`: list plugins, report the environment, run the demo or the benchmark, show
-and empty the disk cache, export a function as a program file; `--cmake-dir` and
-`--pkgconfig-dir` print where native builds find cyxla."""
+and empty the disk cache, export a function as a program file, vet program files from
+elsewhere; `--includes`, `--cmake-dir` and `--pkgconfig-dir` print where native builds find
+cyxla."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import sysconfig
 from collections.abc import Sequence
 
-from cyxla._abi import get_cmake_dir, get_pkgconfig_dir
-from cyxla._cli import bench, cache, demo, export, info, plugins
+from cyxla._abi import abi_version, get_cmake_dir, get_include, get_pkgconfig_dir
+from cyxla._cli import bench, cache, demo, export, info, plugins, verify
+from cyxla._version import __version__
 
 _COMMANDS = {
     "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
@@ -18,6 +21,58 @@ _COMMANDS = {
     "bench": (bench.main, "time one call of small programs through every path, beside jax.jit"),
     "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
     "export": (export.main, "lower MODULE:FUNCTION at --arg specs and save it as a program file"),
+    "verify": (verify.main, "load and compile program files in a child process, with limits"),
+}
+#: What `python -m cyxla COMMAND --help` says beyond the one line above: what the command
+#: prints and its exit statuses (argparse exits 2 on bad arguments for every command).
+_DESCRIPTIONS = {
+    "plugins": """List every PJRT plugin cyxla can find, the installed ones first: its library,
+whether it loads, its PJRT, StableHLO and XLA FFI versions, the wheel it came from, and
+whether it is in step with jaxlib; then the ones that are not installed, with the extra
+that installs each.
+
+exit status: 0 when a plugin loads and is in step with jaxlib, 1 when none does (with
+--path: 1 when the platform has no installed plugin)""",
+    "info": """Print what a bug report needs, one `name: value` a line: the versions of cyxla,
+Python, jax, jaxlib, NumPy and ml_dtypes, the StableHLO and XLA FFI versions jaxlib
+writes, each plugin with its versions and its fit with jaxlib, the disk cache and the
+native ABI version.
+
+exit status: 0""",
+    "demo": """Lower tanh(x @ w) + sin(x) for x: float32[8,16] and w: float32[16,16], compile
+it with the plugin, run it from Python and from native code, and print the results beside
+jax.jit's, with the time of a call through each.
+
+exit status: 0 when the results agree with jax.jit's, 1 when they do not, 2 when no
+plugin could be found or loaded (the reason on stderr)""",
+    "bench": """Time one call of small programs (sin3, matmul100, mlp64, ew1m) through every
+path a call can take, beside a minimal PJRT loop and jax.jit, in interleaved rounds; print
+medians, per-round ratios and their spread. Progress goes to stderr. A full run takes
+minutes.
+
+exit status: 0, or 2 when --plot is asked for without matplotlib""",
+    "cache": """Show where the disk cache is, which setting chose it (CYXLA_CACHE_DIR or the
+default) and what it holds (info, the default), or remove its entries (clear).
+
+exit status: 0, or 1 when clear refuses the directory or cannot remove a file""",
+    "export": """Import MODULE, lower its FUNCTION at the argument specs given by --arg (one per
+positional argument, in order), and save the program as a file that cyxla.load_program
+and the C and C++ loaders (cyxla_load_program) read.
+
+example:
+  python -m cyxla export mymodel:predict --arg f32[16,64] --arg f32[64] -o model.cyxla
+
+exit status: 0 when the file was written, 1 when lowering or writing failed, 2 when
+MODULE:FUNCTION could not be imported or found (or the arguments are malformed)""",
+    "verify": """Load and compile each program file in a child process with time and memory
+limits (cyxla.verify_program_file), and print whether it was accepted or why it was
+refused (the plugin crashed, with its signal and last words; it ran past the time; it
+held more memory), so that a service can vet files from elsewhere before loading them.
+
+example:
+  python -m cyxla verify model.cyxla --timeout 60 --memory-limit 2048
+
+exit status: 0 when every file is accepted, 1 when any is refused""",
 }
 #: Commands that take arguments: these add them to their parser and get the parsed ones.
 _ARGUMENTS = {
@@ -25,12 +80,27 @@ _ARGUMENTS = {
     "cache": cache.add_arguments,
     "export": export.add_arguments,
     "plugins": plugins.add_arguments,
+    "verify": verify.add_arguments,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cyxla", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m cyxla",
+        description="Run JAX-compiled programs from native code through a PJRT plugin. "
+        "With no command: list the plugins (as `plugins` does).",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"cyxla {__version__} (native ABI {abi_version()})",
+    )
     # Where native builds find cyxla, as pybind11 and nanobind print it.
+    parser.add_argument(
+        "--includes",
+        action="store_true",
+        help="print the compiler flags of an extension module: -I for Python.h and cyxla.h",
+    )
     parser.add_argument(
         "--cmake-dir", action="store_true", help="print the directory of cyxlaConfig.cmake"
     )
@@ -39,10 +109,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command")
     for name, (_, help_text) in _COMMANDS.items():
-        command = commands.add_parser(name, help=help_text)
+        command = commands.add_parser(
+            name,
+            help=help_text,
+            description=_DESCRIPTIONS[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         if name in _ARGUMENTS:
             _ARGUMENTS[name](command)
     args = parser.parse_args(argv)
+    if args.includes:
+        directories = [sysconfig.get_paths()["include"], get_include()[0]]
+        # Unquoted, as pybind11's: the shell splits $(python -m cyxla --includes) at spaces.
+        print(" ".join(f"-I{directory}" for directory in directories))
+        return 0
     if args.cmake_dir or args.pkgconfig_dir:
         print(get_cmake_dir() if args.cmake_dir else get_pkgconfig_dir())
         return 0

@@ -35,10 +35,17 @@ def abi_version() -> int:
 def check_abi(version: int) -> None:
     """Raises AbiVersionError unless a module built against `version` can run here.
 
-    Call it at import time with the `ABI_VERSION` the module was compiled against (a
-    Cython module cimports it from `cyxla._runtime`). Struct layouts are part of the
-    version, which C compilers and Cython cannot check at import. A `version` that is
-    not an integer (a str, a float, a bool) raises TypeError.
+    Call it at import time: struct layouts are part of the version, which C compilers
+    and Cython cannot check at import.
+
+    Args:
+        version: The `ABI_VERSION` the module was compiled against (a Cython module
+            cimports it from `cyxla._runtime`).
+
+    Raises:
+        AbiVersionError: this cyxla does not serve `version` (older than the oldest it
+            serves, or newer than its own); the message names both.
+        TypeError: `version` is not an int (a str, a float, a bool).
     """
     if isinstance(version, bool) or not isinstance(version, numbers.Integral):
         raise TypeError(

@@ -30,6 +30,7 @@ class LoadedPlugin:
 
     @property
     def pjrt_version(self) -> tuple[int, int]:
+        """The plugin's PJRT C API version, (major, minor)."""
         return self.plugin.version
 
 
@@ -120,13 +121,24 @@ def initialize(
 ) -> LoadedPlugin:
     """Loads the plugin this process will use and creates its client.
 
-    `library` is a plugin's path (default: `CYXLA_PJRT_PLUGIN`, else the installed plugin
-    of `platform`); `platform` is "cpu", "cuda", "rocm" or "tpu" (default:
-    `CYXLA_PLATFORM`, else the first installed of those). `options` add to or replace
-    the default client options of the platform's plugin; None as a value removes one. A
-    process loads one plugin: calling this again with other settings raises PluginError.
-    An argument of the wrong type (a platform that is not a str, an option name that is
-    not a str) raises TypeError.
+    A process loads one plugin: calling this again with the same settings returns it.
+
+    Args:
+        library: A plugin library's path (default: `CYXLA_PJRT_PLUGIN`, else the
+            installed plugin of `platform`).
+        platform: "cpu", "cuda", "rocm" or "tpu" (default: `CYXLA_PLATFORM`, else the
+            first installed of those).
+        options: Client options that add to or replace the defaults of the platform's
+            plugin; None as a value removes one.
+
+    Returns:
+        The loaded plugin: its platform, library and client options.
+
+    Raises:
+        PluginError: a plugin with other settings is already loaded, or the plugin
+            cannot be found or loaded (PluginNotFoundError, PluginLoadError).
+        TypeError: an argument of the wrong type (a platform or an option name that is
+            not a str).
     """
     global _loaded
     _check_arguments(library, platform, options)

@@ -39,8 +39,9 @@ class BatchedExecutable:
     ) -> None:
         self._native = native
         self.program = program
-        #: One executable per batch size, as `program.programs`.
+        """The `BatchedProgram` this executable was compiled from."""
         self.executables = executables
+        """One `Executable` per batch size, in the order of `batch_sizes`."""
         self._handle = LazyHandle()
         self._inputs = program.inputs
         self._outputs = program.outputs
@@ -53,10 +54,12 @@ class BatchedExecutable:
 
     @property
     def platform(self) -> str:
+        """The platform the program was lowered and compiled for: cpu, cuda, rocm or tpu."""
         return self.program.platform
 
     @property
     def batch_sizes(self) -> tuple[int, ...]:
+        """The batch sizes it was compiled at, ascending."""
         return self.program.batch_sizes
 
     @property
@@ -142,12 +145,19 @@ def _carried(array: np.ndarray) -> np.ndarray:
 def compile_batched(
     program: BatchedProgram, *, options: Mapping[str, Any] | None = None
 ) -> tuple[BatchedExecutable, CompileStatistics]:
-    """Compiles each program of `program` (what `lower_batched` returns) with
-    `compile_program`, disk cache included, into one `BatchedExecutable`.
+    """Compiles each program of `program` with `compile_program`, disk cache included,
+    into one `BatchedExecutable`.
 
-    `options` are `compile_program`'s. The statistics add up the sizes' seconds;
-    `cache_hit` is whether every size came from the disk cache. TypeError if `program`
-    is not a BatchedProgram.
+    Args:
+        program: What `lower_batched` returns.
+        options: `compile_program`'s, for every batch size.
+
+    Returns:
+        The batched executable, and statistics that add up the sizes' seconds
+        (`cache_hit` is whether every size came from the disk cache).
+
+    Raises:
+        TypeError: `program` is not a BatchedProgram.
     """
     if not isinstance(program, BatchedProgram):
         raise TypeError(

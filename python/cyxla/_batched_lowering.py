@@ -46,14 +46,24 @@ def lower_batched(
 ) -> BatchedProgram:
     """Lowers `jax.vmap(fn)` at each of `batch_sizes` points, for `compile_batched`.
 
-    `args` describe one point, as `lower` takes them: a `jax.ShapeDtypeStruct`, an array
-    or a pytree of them per positional argument of `fn`. Every input and output of the
-    programs gains a leading batch dimension. The compiled executable evaluates any
-    number of points with them: the smallest size that holds the points, padded, and
-    more points than the largest size in several calls. Sizes may come in any order;
-    repeats are dropped. A `batch_sizes` that is not a sequence of ints raises TypeError,
-    an empty one or a size below 1 InvalidArgumentError, and a function without inputs
-    (nothing to batch) InvalidArgumentError.
+    Every input and output of the programs gains a leading batch dimension. The compiled
+    executable evaluates any number of points with them: the smallest size that holds
+    the points, padded, and more points than the largest size in several calls.
+
+    Args:
+        fn: A JAX function of one point.
+        args: One point, as `lower` takes it: a `jax.ShapeDtypeStruct`, an array or a
+            pytree of them per positional argument of `fn`.
+        batch_sizes: The sizes to lower at, in any order; repeats are dropped.
+        custom_calls: As for `lower`.
+
+    Returns:
+        The programs, one per size, ascending.
+
+    Raises:
+        TypeError: `batch_sizes` is not a sequence of ints.
+        InvalidArgumentError: `batch_sizes` is empty or holds a size below 1, or `fn`
+            takes no input (nothing to batch).
     """
     sizes = _batch_sizes(batch_sizes)
     _, tree, specs = _argument_specs(args)

@@ -44,10 +44,12 @@ class BatchedProgram:
 
     @property
     def name(self) -> str:
+        """The lowered function's name, as each of `programs` records it."""
         return self.programs[0].name
 
     @property
     def platform(self) -> str:
+        """The platform the programs were lowered for: cpu, cuda, rocm or tpu."""
         return self.programs[0].platform
 
     @property

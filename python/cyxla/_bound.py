@@ -50,10 +50,10 @@ class BoundCall:
     ) -> None:
         ins = _checked("inputs", inputs, specs[0], program)
         outs = _checked("outputs", outputs, specs[1], program)
-        #: The arrays the program reads, in the program's dtypes.
         self.inputs: tuple[np.ndarray, ...] = tuple(ins)
-        #: The arrays the program writes; a call returns this tuple.
+        """The arrays the program reads, in the program's dtypes."""
         self.outputs: tuple[np.ndarray, ...] = tuple(outs)
+        """The arrays the program writes; a call returns this tuple."""
         self._native: _core.BoundCall | None = _core.BoundCall(
             native, [carrier_view(a) for a in ins], [carrier_view(a) for a in outs]
         )

@@ -66,6 +66,7 @@ class Executable:
         #: The C++ executable that `run` calls (internal: tests and the benchmark use it).
         self._native = native
         self.program = program
+        """The `Program` this executable was compiled from."""
         self._handle = LazyHandle()
         #: Per input: (shape, dtype, the dtype handed to the core).
         self._in = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.inputs]
@@ -93,14 +94,17 @@ class Executable:
 
     @property
     def platform(self) -> str:
+        """The platform the program was lowered and compiled for: cpu, cuda, rocm or tpu."""
         return self.program.platform
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
+        """The shape and dtype of each input, in order: what `run` takes."""
         return self.program.inputs
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
+        """The shape and dtype of each output, in order: what `run` returns."""
         return self.program.outputs
 
     @property
@@ -113,17 +117,24 @@ class Executable:
     ) -> tuple[np.ndarray, ...]:
         """Runs the program on `arrays`, one per input, and returns its outputs.
 
-        Arguments are converted to the input dtypes where NumPy's `same_kind` casting
-        allows it; a wrong count or shape raises InvalidArgumentError (a ValueError) and
-        an impossible cast DtypeError (a TypeError), naming the argument.
+        Args:
+            arrays: One array (or anything NumPy converts) per input, of the input's
+                shape; converted to the input's dtype where NumPy's `same_kind` casting
+                allows it.
+            out: As in NumPy's functions, one array per output, of exactly the output's
+                shape and dtype (`outputs`), writeable and C-contiguous: the results are
+                written into them, so that a loop makes no new arrays. An output array
+                may be an input array too.
 
-        `out`, as in NumPy's functions, is a sequence of arrays, one per output, with
-        exactly the output's shape and dtype (`outputs`), writeable and C-contiguous: the
-        results are written into them and `out` is returned as a tuple, so that a loop
-        makes no new arrays. An output array may be an input array too. A sequence of
-        the wrong length, a wrong shape, a read-only or non-contiguous array raises
-        InvalidArgumentError, a wrong dtype DtypeError (no casting), and anything but
-        NumPy arrays TypeError, naming the output.
+        Returns:
+            The outputs, one array per output (`out` as a tuple when it is given).
+
+        Raises:
+            InvalidArgumentError: a wrong count or shape of `arrays`, or of `out` (or an
+                `out` array that is read-only or not contiguous), naming the argument.
+            DtypeError: an input that cannot be cast, or an `out` array of another dtype
+                (`out` is not cast), naming the argument.
+            TypeError: `out` holds something other than NumPy arrays.
 
         Without `out`, outputs of 128 KiB or more are returned in 64-byte aligned memory
         that cyxla reuses for a later call once every array over it is freed (up to 8
@@ -170,12 +181,22 @@ class Executable:
     ) -> BoundCall:
         """Binds the program to `inputs` and `outputs`, for calls that take no arguments.
 
-        Each is a sequence of NumPy arrays, one per input (output), of exactly its shape and
-        dtype, C-contiguous (outputs writeable): nothing is converted, since the program
-        reads the arrays' memory itself on every call. None makes new zeroed arrays, aligned
-        so that the CPU plugin reads them in place. Write into `bound.inputs`, call
-        `bound()`, read `bound.outputs`. A wrong count or shape raises InvalidArgumentError,
-        a wrong dtype DtypeError, anything but arrays TypeError, naming the argument.
+        Write into `bound.inputs`, call `bound()`, read `bound.outputs`.
+
+        Args:
+            inputs: One NumPy array per input, of exactly its shape and dtype and
+                C-contiguous: nothing is converted, since the program reads the arrays'
+                memory itself on every call. None makes new zeroed arrays, aligned so
+                that the CPU plugin reads them in place.
+            outputs: One writeable NumPy array per output, likewise; None makes them.
+
+        Returns:
+            The bound call, which holds the arrays and the executable until it is closed.
+
+        Raises:
+            InvalidArgumentError: a wrong count or shape, naming the argument.
+            DtypeError: a wrong dtype, naming the argument.
+            TypeError: something other than NumPy arrays.
         """
         return BoundCall(
             self._native, (self.inputs, self.outputs), inputs, outputs, self.program.name
@@ -280,15 +301,29 @@ def compile_program(
 ) -> tuple[Executable, CompileStatistics]:
     """Compiles `program` with the plugin of its platform, loading the plugin if needed.
 
-    `options` override XLA debug options by name (for example
-    `{"xla_cpu_enable_fast_math": False}`). Returns the executable and statistics.
     The executable is loaded from the disk cache (`cache_directory`) when an earlier
     compile of the same program, options and plugin stored it there, and stored after
-    compiling otherwise; C's `cyxla_load_program` shares the same cache. A program loaded
-    from a file compiles with the file's compile options unless `options` are given.
-    TypeError if `program` is not a Program (what `lower` or `load_lowered` return) or
-    `options` not a mapping of option names; InvalidArgumentError if the program's input
-    or output specs are not those of what the plugin compiled (specs edited after `lower`).
+    compiling otherwise; C's `cyxla_load_program` shares the same cache.
+
+    Args:
+        program: What `lower`, `load_lowered` or `load_program` returns.
+        options: XLA debug options by name, overriding the defaults (for example
+            `{"xla_cpu_enable_fast_math": False}`). A program loaded from a file
+            compiles with the file's compile options unless options are given.
+
+    Returns:
+        The executable, and statistics of the compile (its seconds, whether it was a
+        cache hit, and why the cache could not be used if it could not).
+
+    Raises:
+        TypeError: `program` is not a Program, or `options` not a mapping of option
+            names.
+        InvalidArgumentError: the program's input or output specs are not those of what
+            the plugin compiled (specs edited after `lower`).
+        UnsupportedProgramError: the program calls a custom-call target that the
+            plugin cannot run.
+        PluginError: no plugin of the program's platform could be loaded.
+        CompileError: the plugin refused to compile the program.
     """
     _check_compile_arguments(program, options)
     runtime = _backend.runtime_for(program.platform)
@@ -309,6 +344,7 @@ def compile_program(
             encode_specs(program.inputs),
             encode_specs(program.outputs),
             list(program.custom_calls),
+            list(program.donated_outputs),
         )
     statistics = CompileStatistics(
         compile_seconds,

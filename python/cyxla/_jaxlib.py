@@ -6,6 +6,22 @@ The rest of the package imports this module, so that a rename in jaxlib is one e
 
 from __future__ import annotations
 
+from typing import Any
+
+# The primitives of Python host callbacks, whose lowering cyxla replaces during its own
+# `jax.export` (`cyxla._callbacks`), and the functions that run each as JAX's runtime would:
+# they place the operands on JAX's CPU device, call the user's function, log its failure.
+from jax._src import callback as _callback
+from jax._src import checkify as _checkify
+from jax._src import debugging as _debugging
+
+# `xla_runtime_errors.value`: whether `checkify.check` may lower to a callback unchecked
+# (jax_experimental_unsafe_xla_runtime_errors), as JAX's own lowering of it asks.
+from jax._src.config import xla_runtime_errors
+
+# `ordered_effects.contains`: whether a callback's effect is ordered (cyxla refuses those).
+from jax._src.effects import ordered_effects
+
 # `mlir.make_ir_context`: an MLIR context with JAX's dialects, in which a lowered module
 # is parsed again to print it without its source locations.
 from jax._src.interpreters import mlir
@@ -23,10 +39,42 @@ from jax._src.lib.mlir import ir
 # `hlo.get_current_version`: the StableHLO version this jaxlib writes.
 from jax._src.lib.mlir.dialects import hlo
 
-__all__ = ["CPU_KERNEL_MODULES", "CPU_KERNEL_PACKAGE", "_jax", "hlo", "ir", "mlir", "xla_client"]
+__all__ = [
+    "CALLBACK_PRIMITIVES",
+    "CHECKIFY_CHECK",
+    "CPU_KERNEL_MODULES",
+    "CPU_KERNEL_PACKAGE",
+    "_jax",
+    "hlo",
+    "ir",
+    "mlir",
+    "ordered_effects",
+    "xla_client",
+    "xla_runtime_errors",
+]
 
 #: The package of jaxlib's CPU kernels (LAPACK, sparse, ...), imported by name: the
 #: modules that `jnp.linalg` and `jax.scipy.linalg` call through typed FFI handlers.
 CPU_KERNEL_PACKAGE = "jaxlib.cpu"
 #: The modules of that package whose handlers a CPU plugin always gets.
 CPU_KERNEL_MODULES = ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
+
+#: Each callback primitive, with the function that runs it in Python (JAX's own `impl`
+#: for the debug ones; `pure_callback_p.impl` and `io_callback_p.impl` would dispatch a
+#: jitted program instead). JAX versions without `debug_print_p` lower
+#: `jax.debug.print` as a `debug_callback`.
+CALLBACK_PRIMITIVES: tuple[tuple[Any, Any], ...] = (
+    (_callback.pure_callback_p, _callback.pure_callback_impl),
+    (_callback.io_callback_p, _callback.io_callback_impl),
+    (_debugging.debug_callback_p, _debugging.debug_callback_p.impl),
+    *(
+        ((_debugging.debug_print_p, _debugging.debug_print_p.impl),)
+        if hasattr(_debugging, "debug_print_p")
+        else ()
+    ),
+)
+
+#: `checkify.check` outside `checkify.checkify`: its primitive, the function that raises
+#: its error in Python (given the error's tree), and the error JAX raises when it may not
+#: lower to a callback.
+CHECKIFY_CHECK = (_checkify.check_p, _checkify.python_err, _checkify.functionalization_error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import warnings
@@ -12,6 +13,7 @@ import jax
 import numpy as np
 
 from cyxla import _backend, _plugins, _stablehlo
+from cyxla._callbacks import CallbackLowering
 from cyxla._dtypes import SUPPORTED_NAMES, element_type_of
 from cyxla._errors import PluginNotFoundError, UnsupportedProgramError
 from cyxla._ffi import checks
@@ -182,11 +184,14 @@ def _export(
     platform: str,
     trusted: Iterable[str],
     donors: Sequence[Any] = (),
+    callbacks: CallbackLowering | None = None,
 ) -> Any:
     """`jax.export` of `fn` at `arguments` for `platform`, trusting the custom calls
-    `trusted`, with the donated parameters `donors` (specs) after the arguments; its
-    refusals of host callbacks and unnamed custom calls explained."""
+    `trusted`, with the donated parameters `donors` (specs) after the arguments, and
+    Python callbacks lowered by `callbacks` (None: JAX's way, which it refuses to export);
+    its refusals of host callbacks and unnamed custom calls explained."""
     name = getattr(fn, "__name__", "the function")
+    rules = None if callbacks is None else callbacks.rules()
     checks_off = [jax.export.DisabledSafetyCheck.custom_call(t) for t in sorted(trusted)]
     jitted = _keeping_every_argument(fn, len(arguments), len(donors))
     arguments = [*arguments, *donors]
@@ -195,9 +200,12 @@ def _export(
             # JAX 0.11 warns per leaf when 64-bit mode truncates a spec; `_warn_narrowed`
             # gives one warning that names every such argument instead.
             warnings.filterwarnings("ignore", _JAX_TRUNCATION_WARNING, UserWarning)
-            return jax.export.export(jitted, platforms=[platform], disabled_checks=checks_off)(
-                *arguments
-            )
+            return jax.export.export(
+                jitted,
+                platforms=[platform],
+                disabled_checks=checks_off,
+                _override_lowering_rules=rules,
+            )(*arguments)
     except (NotImplementedError, ValueError) as error:
         # Host callbacks and custom calls nobody named, explained with their targets.
         checks.explain_export_error(error, name, lambda: jax.make_jaxpr(jitted)(*arguments))
@@ -210,11 +218,13 @@ def _export(
         ) from error
 
 
-def _check_exported(exported: Any, name: str) -> None:
-    """Refuses what an export may hold that a plugin cannot run: effects, dropped arguments
-    (which `_keeping_every_argument` prevents: a JAX that dropped them anyway would give
-    native callers another signature than the one they declared)."""
-    if exported.ordered_effects or exported.unordered_effects:
+def _check_exported(exported: Any, name: str, callbacks: CallbackLowering | None) -> None:
+    """Refuses what an export may hold that a plugin cannot run: effects other than those
+    of the Python callbacks that `callbacks` lowered, dropped arguments (which
+    `_keeping_every_argument` prevents: a JAX that dropped them anyway would give native
+    callers another signature than the one they declared)."""
+    called_back = callbacks is not None and bool(callbacks.names)
+    if exported.ordered_effects or (exported.unordered_effects and not called_back):
         effects = [*exported.ordered_effects, *exported.unordered_effects]
         raise UnsupportedProgramError(
             f"{name} has side effects cyxla cannot run: {effects} (effects come from host "
@@ -229,10 +239,11 @@ def _check_exported(exported: Any, name: str) -> None:
 
 
 def _program(
-    exported: Any, text: str, target: str, platform: str, name: str, inputs: int
+    exported: Any, text: str, target: str, platform: str, name: str, donated: tuple[int, ...]
 ) -> Program:
     """The Program of an export whose checked StableHLO is `text`, serialized at `target`;
-    its first `inputs` parameters are the caller's (the rest are donated outputs)."""
+    its last parameters receive the outputs `donated`, the others are the caller's."""
+    inputs = len(exported.in_avals) - len(donated)
     return Program(
         stablehlo=_stablehlo.serialize(text, target),
         stablehlo_version=target,
@@ -242,6 +253,7 @@ def _program(
         custom_calls=tuple(sorted({t for t, _ in _stablehlo.custom_calls_of(text)})),
         name=name,
         output_tree=exported.out_tree,
+        donated_outputs=donated,
     )
 
 
@@ -268,14 +280,31 @@ def lower(
 ) -> Program:
     """Lowers `fn(*args)` to a program for `compile_program`.
 
-    `args` holds one entry per positional argument of `fn`: a `jax.ShapeDtypeStruct`, an
-    array (only its shape and dtype count), or a pytree of them. `custom_calls` names
-    custom-call targets that `fn` may call beyond those `jax.export` already trusts (a
-    sequence of str: a lone str raises TypeError).
+    Python host callbacks (`jax.pure_callback`, `jax.experimental.io_callback`,
+    `jax.debug.callback`, `jax.debug.print`, and Equinox's runtime checks through them)
+    lower, on the CPU, to a handler of cyxla's that calls the function in this process;
+    the program then runs only here (`Program.callbacks` names the functions, and saving
+    it raises UnsupportedProgramError).
 
     The program's inputs are the dtypes JAX lowers to: without 64-bit mode
     (`jax_enable_x64`) a 64-bit spec becomes its 32-bit type, and `lower` warns
     (UserWarning) naming each such argument.
+
+    Args:
+        fn: A JAX function, jitted or not.
+        args: One entry per positional argument of `fn`: a `jax.ShapeDtypeStruct`, an
+            array (only its shape and dtype count), or a pytree of them.
+        custom_calls: Custom-call targets that `fn` may call beyond those `jax.export`
+            already trusts.
+
+    Returns:
+        The program: its StableHLO, input and output specs, platform and custom calls.
+
+    Raises:
+        TypeError: `custom_calls` is a lone str, or holds names that are not str.
+        UnsupportedProgramError: `fn` calls what a plugin cannot run (an untyped custom
+            call, a Python callback with `ordered=True` or on a platform other than the
+            CPU), naming it.
     """
     name = getattr(fn, "__name__", "the function")
     targets = _target_names(custom_calls)
@@ -284,31 +313,50 @@ def lower(
     target = stablehlo_target(platform)
     trusted = {*targets, *checks.trusted_targets(platform)}
     arguments = jax.tree.unflatten(tree, specs)
-    exported = _export(fn, arguments, platform, trusted)
-    _check_exported(exported, name)
+    callbacks = _callback_lowering(name, platform)
+    exported = _export(fn, arguments, platform, trusted, callbacks=callbacks)
+    _check_exported(exported, name, callbacks)
     _warn_narrowed(name, _argument_paths(args), specs, exported.in_avals)
-    donors = _donors(exported, platform)
-    if donors:
-        exported = _export(fn, arguments, platform, trusted, donors)
-        _check_exported(exported, name)
+    donated = _donated_outputs(exported, platform)
+    if donated:
+        donors = [_donor(exported.out_avals[k]) for k in donated]
+        callbacks = _callback_lowering(name, platform)
+        exported = _export(fn, arguments, platform, trusted, donors, callbacks)
+        _check_exported(exported, name, callbacks)
     text = _stablehlo.without_locations(exported.mlir_module())
     checks.check_lowered(text, name, platform)
-    return _program(
-        exported, text, target, platform, getattr(fn, "__name__", "program"), len(leaves)
+    program = _program(
+        exported, text, target, platform, getattr(fn, "__name__", "program"), donated
     )
+    if callbacks is not None and callbacks.names:
+        program = dataclasses.replace(program, callbacks=tuple(dict.fromkeys(callbacks.names)))
+    return program
 
 
-def _donors(exported: Any, platform: str) -> list[jax.ShapeDtypeStruct]:
-    """One spec per output that the program should write in place, in output order: on
-    the CPU (where the plugin aliases host memory), outputs of IN_PLACE_MIN_BYTES or more.
-    JAX aliases each donated parameter to the first output of its spec not yet aliased,
-    so the donors, in output order, alias exactly these outputs (the core reads the
-    aliasing back from the program: `donated_outputs`)."""
+def _callback_lowering(name: str, platform: str) -> CallbackLowering | None:
+    """cyxla's lowering of Python callbacks for one export, on the platform whose plugin
+    gets cyxla's handler (the CPU's, where XLA hands it host memory); None elsewhere."""
+    return CallbackLowering(name) if platform == "cpu" else None
+
+
+def _donated_outputs(exported: Any, platform: str) -> tuple[int, ...]:
+    """The outputs that the program should write in place, in order: on the CPU (where
+    the plugin aliases host memory), those of IN_PLACE_MIN_BYTES or more. JAX aliases each
+    donated parameter to the first output of its spec not yet aliased, so donors given in
+    this order alias exactly these outputs (`compile_program` checks that against the
+    compiled executable)."""
     if platform != "cpu":
-        return []
-    donors = []
-    for aval in exported.out_avals:
+        return ()
+    donated = []
+    for index, aval in enumerate(exported.out_avals):
         dtype = _carried_dtype(aval.dtype)  # None: refused by `_program` with its message
         if dtype is not None and aval.size * dtype.itemsize >= IN_PLACE_MIN_BYTES:
-            donors.append(jax.ShapeDtypeStruct(aval.shape, dtype))
-    return donors
+            donated.append(index)
+    return tuple(donated)
+
+
+def _donor(aval: Any) -> jax.ShapeDtypeStruct:
+    """The parameter that receives the output of `aval`."""
+    dtype = _carried_dtype(aval.dtype)
+    assert dtype is not None, "_donated_outputs takes carried dtypes only"
+    return jax.ShapeDtypeStruct(aval.shape, dtype)

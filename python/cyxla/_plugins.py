@@ -56,6 +56,7 @@ class PluginEntry:
             ) from error
 
     def is_installed(self) -> bool:
+        """Whether the package that ships the plugin's library is installed."""
         try:
             self.library_path()
         except PluginNotFoundError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import operator
 import os
 import secrets
@@ -16,10 +15,10 @@ import jaxlib
 import numpy as np
 
 from cyxla import _core
+from cyxla._callbacks import PYTHON_CALLBACK_TARGET, refusal_hint
 from cyxla._compile_options import compile_options
 from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
-from cyxla._errors import DtypeError, InvalidArgumentError
-from cyxla._jaxlib import _jax, ir, mlir
+from cyxla._errors import DtypeError, InvalidArgumentError, UnsupportedProgramError
 from cyxla._output_tree import decode_tree, encode_tree
 from cyxla._version import __version__
 
@@ -28,7 +27,6 @@ __all__ = [
     "SpecRecords",
     "TensorSpec",
     "decode_specs",
-    "donated_outputs",
     "encode_specs",
     "load_program",
     "program_file_bytes",
@@ -90,6 +88,7 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
+        """The size of an array of this shape and dtype, in bytes."""
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
     def __str__(self) -> str:
@@ -119,21 +118,36 @@ class Program:
     #: which `compile_program` uses when given no `options`; None for a program that
     #: `lower` made (cyxla's default options).
     compile_options: bytes | None = field(default=None, repr=False, compare=False)
+    #: The outputs the program writes into parameters of its own, in order: the
+    #: parameters after `inputs`, which `lower` adds on the CPU for large outputs, each
+    #: aliasing one output, so that the result is written into the caller's memory.
+    #: `compile_program` checks them against the compiled executable.
+    donated_outputs: tuple[int, ...] = ()
+    #: The Python functions the program calls back (host callbacks that `lower` kept, run
+    #: by this process only), as messages name them.
+    callbacks: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes the program to a program file at `path` for `load_program`, here or in
-        another process, or for cyxla's C and C++ loaders (docs/program-file.md).
+        """Writes the program to a program file for `load_program`, here or in another
+        process, or for cyxla's C and C++ loaders (docs/program-file.md).
 
         The file holds the StableHLO, the specs, the platform, the custom-call targets,
         the compile options `compile_program` uses with no overrides, the versions that
         lowered it and the output structure. It is written whole or not at all (a
-        temporary file renamed into place). UnsupportedProgramError if the output holds
-        containers other than tuples, lists, dicts and None (a custom pytree node, which
-        would have to import code to rebuild); save `dataclasses.replace(program,
-        output_tree=None)` to keep its outputs as a flat tuple instead. ValueError if the
-        name holds a line break; OSError if the file cannot be written. The file is
-        created as the process creates any file (readable by others unless the umask
-        says otherwise).
+        temporary file renamed into place), and created as the process creates any file
+        (readable by others unless the umask says otherwise).
+
+        Args:
+            path: The file to write.
+
+        Raises:
+            UnsupportedProgramError: the program calls back into Python (`callbacks`:
+                functions of this process only), or the output holds containers other than tuples,
+                lists, dicts and None (a custom pytree node, which would have to import
+                code to rebuild); save `dataclasses.replace(program, output_tree=None)`
+                to keep its outputs as a flat tuple instead.
+            ValueError: the program's name holds a line break.
+            OSError: the file cannot be written (a missing directory, no permission).
         """
         _write_atomically(
             _file_path(path, "Program.save"), program_file_bytes(self, "Program.save")
@@ -166,52 +180,6 @@ def decode_specs(encoded: Iterable[Any]) -> tuple[TensorSpec, ...]:
     )
 
 
-#: The attribute with which a parameter of `main` says which output it is donated to.
-ALIASING_ATTRIBUTE = "tf.aliasing_output"
-
-
-def _main_aliases(module: Any) -> list[int | None]:
-    """Per parameter of the `main` function of an MLIR module, the output it aliases."""
-    for op in module.body.operations:
-        if ir.StringAttr(op.attributes["sym_name"]).value != "main":
-            continue
-        if "arg_attrs" not in op.attributes:
-            return []
-        aliases: list[int | None] = []
-        for attributes in ir.ArrayAttr(op.attributes["arg_attrs"]):
-            dictionary = ir.DictAttr(attributes)
-            aliases.append(
-                ir.IntegerAttr(dictionary[ALIASING_ATTRIBUTE]).value
-                if ALIASING_ATTRIBUTE in dictionary
-                else None
-            )
-        return aliases
-    return []
-
-
-def donated_outputs(program: Program) -> tuple[int, ...]:
-    """The outputs the program writes into parameters of its own, in order: the
-    parameters after `program.inputs` that `lower` adds for large outputs, each donated
-    to (aliasing) one output, so that the result is written into the caller's memory.
-    Empty when there are none, or when this jaxlib cannot read the StableHLO."""
-    return _donated_outputs(bytes(program.stablehlo), len(program.inputs))
-
-
-# Reading the StableHLO takes an MLIR context (milliseconds); saving or pickling the same
-# program again asks again.
-@functools.lru_cache(maxsize=32)
-def _donated_outputs(stablehlo: bytes, inputs: int) -> tuple[int, ...]:
-    with mlir.make_ir_context():
-        try:
-            module = _jax.mlir.deserialize_portable_artifact(stablehlo)
-        except Exception:  # jaxlib raises its own error types for unreadable bytecode
-            return ()
-        extra = _main_aliases(module)[inputs:]
-    if any(alias is None for alias in extra):
-        return ()  # not parameters `lower` added: compile_program refuses them
-    return tuple(int(alias) for alias in extra if alias is not None)
-
-
 def _file_path(path: Any, caller: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -224,6 +192,13 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
     """The program file of `program`, written by the core (src/program/program_file.cpp);
     UnsupportedProgramError naming `writer` if its output structure cannot be kept,
     InvalidArgumentError (a ValueError) if a text field holds a line break."""
+    if PYTHON_CALLBACK_TARGET in program.custom_calls:
+        names = list(program.callbacks) or ["a Python function"]
+        raise UnsupportedProgramError(
+            f"{writer}: {program.name} calls back into Python ({', '.join(names)}), and its "
+            "callbacks run only in the process that lowered it; lower the function without "
+            f"them to keep the program{refusal_hint(names)}"
+        )
     tree = None
     if program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)
@@ -235,7 +210,7 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
         inputs=encode_specs(program.inputs),
         outputs=encode_specs(program.outputs),
         custom_calls=list(program.custom_calls),
-        donated_outputs=list(donated_outputs(program)),
+        donated_outputs=list(program.donated_outputs),
         stablehlo=bytes(program.stablehlo),
         compile_options=compile_options() if options is None else options,
         cyxla_version=__version__,
@@ -282,17 +257,27 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
             decode_tree(tree) if tree is not None else jax.tree.structure((0,) * len(outputs))
         ),
         compile_options=contents["compile_options"],
+        donated_outputs=tuple(contents["donated_outputs"]),
     )
 
 
 def load_program(path: str | os.PathLike[str]) -> Program:
     """The program that `Program.save` wrote to `path`, ready for `compile_program`.
 
-    Everything in the file is checked before it is used: ProgramFileError (a ValueError)
-    names the file and says what is wrong (`reason`: not a program file, written by a
-    newer cyxla, truncated or trailing bytes, altered or corrupted, malformed metadata).
-    OSError if it cannot be read. A file without an output structure gives a program
-    whose outputs are a flat tuple.
+    Everything in the file is checked before it is used. A file without an output
+    structure gives a program whose outputs are a flat tuple.
+
+    Args:
+        path: The program file.
+
+    Returns:
+        The program, as `lower` made it.
+
+    Raises:
+        ProgramFileError: the file is not a program file, was written by a newer cyxla,
+            is truncated or has trailing bytes, was altered or corrupted, or holds
+            malformed metadata; it names the file, and `reason` says which.
+        OSError: the file cannot be read.
     """
     file = _file_path(path, "load_program")
     return program_from_file_bytes(file.read_bytes(), str(file))

@@ -112,7 +112,7 @@ uint64_t load(const std::string& path) {
     throw Error(ErrorKind::InvalidArgument,
                 "no runtime is open: call cyxla_open_runtime before loading " + path);
   }
-  const program::Origin origin{path, ErrorKind::ProgramFile, true, true};
+  const program::Origin origin{path, ErrorKind::ProgramFile, true};
   return Registry::instance().add(
       program::load_or_compile(*runtime, program::read(path), origin).executable);
 }

@@ -68,11 +68,6 @@ std::unordered_map<const PJRT_Api*, PluginFfi> known;
 std::unordered_map<const PJRT_Api*, std::unordered_set<std::string>> registered;
 const xla_ffi::Api* probed_api = nullptr;  // set by the probe handler, under `mutex`
 
-bool is_metadata_call(const xla_ffi::CallFrame* frame) {
-  return frame->extension_start != nullptr &&
-         frame->extension_start->type == xla_ffi::kExtensionMetadata;
-}
-
 bool has_version(const xla_ffi::Api* api) {
   return api != nullptr &&
          api->struct_size >= offsetof(xla_ffi::Api, api_version) + xla_ffi::kApiVersionSize;
@@ -84,15 +79,7 @@ bool has_version(const xla_ffi::Api* api) {
 xla_ffi::Error* version_probe(xla_ffi::CallFrame* frame) {
   if (is_metadata_call(frame)) {
     probed_api = frame->api;
-    auto* extension = reinterpret_cast<xla_ffi::MetadataExtension*>(frame->extension_start);
-    if (has_version(frame->api)) {
-      xla_ffi::ApiVersion& version = extension->metadata->api_version;
-      version.struct_size = xla_ffi::kApiVersionSize;
-      version.extension_start = nullptr;
-      version.major_version = frame->api->api_version.major_version;
-      version.minor_version = frame->api->api_version.minor_version;
-    }
-    extension->metadata->traits = 0;
+    answer_metadata_call(frame);
     return nullptr;
   }
   xla_ffi::ErrorCreateArgs args{sizeof(xla_ffi::ErrorCreateArgs), nullptr,
@@ -240,6 +227,23 @@ FfiVersion handler_version(const xla_ffi::Api* api, const void* handler, std::st
 }
 
 }  // namespace
+
+bool is_metadata_call(const xla_ffi::CallFrame* frame) {
+  return frame->extension_start != nullptr &&
+         frame->extension_start->type == xla_ffi::kExtensionMetadata;
+}
+
+void answer_metadata_call(xla_ffi::CallFrame* frame) {
+  auto* extension = reinterpret_cast<xla_ffi::MetadataExtension*>(frame->extension_start);
+  if (has_version(frame->api)) {
+    xla_ffi::ApiVersion& version = extension->metadata->api_version;
+    version.struct_size = xla_ffi::kApiVersionSize;
+    version.extension_start = nullptr;
+    version.major_version = frame->api->api_version.major_version;
+    version.minor_version = frame->api->api_version.minor_version;
+  }
+  extension->metadata->traits = 0;
+}
 
 std::optional<FfiVersion> ffi_version(const Plugin& plugin) {
   std::lock_guard lock(mutex);

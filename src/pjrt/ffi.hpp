@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "pjrt/plugin.hpp"
+#include "pjrt/xla_ffi.hpp"
 
 namespace cyxla::pjrt {
 
@@ -62,6 +63,20 @@ inline constexpr std::array<std::string_view, 15> kXlaBuiltinTargets = {
     "stablehlo.dynamic_rng_bit_generator",
     "stablehlo.dynamic_top_k",
 };
+
+/// The custom-call target of Python host callbacks in programs that cyxla lowered: its
+/// handler is registered by the Python binding (src/python/host_callback.cpp), so a
+/// program that calls it runs only in the process that lowered it. (Python reads it
+/// through cyxla._core.PYTHON_CALLBACK_TARGET.)
+inline constexpr std::string_view kPythonCallbackTarget = "cyxla_python_callback";
+
+/// Whether `frame` is XLA's metadata call (made at registration, not a custom call).
+bool is_metadata_call(const xla_ffi::CallFrame* frame);
+
+/// Answers XLA's metadata call for a handler that reads only the stable prefix of the
+/// XLA FFI structs (xla_ffi.hpp): it claims the plugin's own FFI version, which XLA
+/// always accepts, and no traits.
+void answer_metadata_call(xla_ffi::CallFrame* frame);
 
 /// Whether a handler was registered as target `name` with `plugin` in this process (by
 /// Python's registry or from C). XLA may still have dropped it (see above).

@@ -14,7 +14,12 @@ namespace cyxla::xla_ffi {
 
 inline constexpr int kExtensionMetadata = 1;  // XLA_FFI_Extension_Metadata
 inline constexpr int kStageExecute = 3;       // XLA_FFI_ExecutionStage_EXECUTE
+inline constexpr int kErrorUnknown = 2;
 inline constexpr int kErrorInvalidArgument = 3;
+inline constexpr int kArgBuffer = 1;   // XLA_FFI_ArgType_BUFFER
+inline constexpr int kRetBuffer = 1;   // XLA_FFI_RetType_BUFFER
+inline constexpr int kAttrScalar = 3;  // XLA_FFI_AttrType_SCALAR
+inline constexpr int kDataTypeU64 = 9;  // XLA_FFI_DataType_U64
 
 struct ExtensionBase {
   size_t struct_size;
@@ -81,6 +86,27 @@ struct Attrs {
   void* types;
   void* names;
   void** attrs;
+};
+
+/// An argument or result of the types kArgBuffer and kRetBuffer.
+struct Buffer {
+  size_t struct_size;
+  ExtensionBase* extension_start;
+  int dtype;  // XLA_FFI_DataType
+  void* data;
+  int64_t rank;
+  int64_t* dims;
+};
+
+struct ByteSpan {
+  const char* ptr;
+  size_t len;
+};
+
+/// An attribute of the type kAttrScalar.
+struct Scalar {
+  int dtype;  // XLA_FFI_DataType
+  void* value;
 };
 
 struct CallFrame {

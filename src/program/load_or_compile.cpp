@@ -55,6 +55,13 @@ void check_platform(const Runtime& runtime, const ProgramFile& program, const Or
 /// Every custom-call target of `program` has a handler in the plugin, or is XLA's own.
 void check_custom_calls(const Runtime& runtime, const ProgramFile& program, const Origin& origin) {
   for (const std::string& target : program.custom_calls) {
+    if (target == pjrt::kPythonCallbackTarget) {
+      throw Error(ErrorKind::InvalidArgument,
+                  origin.source + " calls back into Python (the custom-call target '" + target +
+                      "'): its callbacks are functions of the Python process that lowered "
+                      "it, and no other process has them; lower the function without its "
+                      "callbacks (for Equinox's checks, set EQX_ON_ERROR=nan before tracing)");
+    }
     if (std::ranges::find(pjrt::kXlaBuiltinTargets, target) != pjrt::kXlaBuiltinTargets.end()) {
       continue;
     }
@@ -103,9 +110,11 @@ std::vector<size_t> checked_donations(const HloSignature& signature, const Progr
     }
     donated.push_back(alias->first);
   }
-  if (origin.donated_outputs_claimed && donated != program.donated_outputs) {
-    refuse(origin, "the outputs written in place are " + text(program.donated_outputs) +
-                       ", but the compiled program writes " + text(donated) + " in place");
+  if (donated != program.donated_outputs) {
+    refuse(origin, "the outputs written in place are listed as " +
+                       text(program.donated_outputs) +
+                       " (a program file's donated_output lines, Program.donated_outputs), "
+                       "but the compiled program writes " + text(donated) + " in place");
   }
   return donated;
 }
@@ -252,8 +261,16 @@ Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
   Compiled compiled;
   const Clock::time_point start = Clock::now();
   std::optional<ExecutableKey> key;
+  // A program that calls back into Python is neither looked up nor stored: its callback
+  // ids number functions of this process only, so an entry would hand another process an
+  // executable whose ids mean whatever that process numbered so.
+  const bool calls_python =
+      std::ranges::find(program.custom_calls, pjrt::kPythonCallbackTarget) !=
+      program.custom_calls.end();
   try {
-    if (cache::configured_directory(warnings)) key = executable_key(program, runtime);
+    if (!calls_python && cache::configured_directory(warnings)) {
+      key = executable_key(program, runtime);
+    }
   } catch (const std::exception& e) {  // no key to trust: compiled, not stored
     compiled.cache_error = e.what();
   }

@@ -26,9 +26,6 @@ struct Origin {
   /// The kind of the error when the program's specs are not those of the executable
   /// (ProgramFile for a file, InvalidArgument for a caller's program).
   ErrorKind refusal = ErrorKind::InvalidArgument;
-  /// Whether the program's donated_outputs are a claim to check (a file's lines), or not
-  /// known (read from the executable; used as given where the plugin cannot tell).
-  bool donated_outputs_claimed = true;
   /// Whether a custom-call target that no handler of this process provides is refused
   /// before compiling, saying how to register one (the C loader). Python's compile_program
   /// lets the plugin refuse it and explains that with what it knows of JAX's registrations

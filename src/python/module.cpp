@@ -21,6 +21,7 @@
 #include "python/batch_buffers.hpp"
 #include "python/cache.hpp"
 #include "python/host_buffers.hpp"
+#include "python/host_callback.hpp"
 #include "python/output_memory.hpp"
 #include "runtime/batched_executable.hpp"
 #include "runtime/executable.hpp"
@@ -290,6 +291,16 @@ NB_MODULE(_core, m) {
     builtin_targets.append(nb::str(target.data(), target.size()));
   }
   m.attr("XLA_BUILTIN_TARGETS") = nb::tuple(builtin_targets);
+  m.attr("PYTHON_CALLBACK_TARGET") =
+      nb::str(pjrt::kPythonCallbackTarget.data(), pjrt::kPythonCallbackTarget.size());
+  m.def(
+      "python_callback_handler",
+      [] { return reinterpret_cast<uintptr_t>(python::python_callback_handler()); },
+      "The XLA_FFI_Handler* of PYTHON_CALLBACK_TARGET (src/python/host_callback.cpp).");
+  m.def("set_python_callback_dispatcher", &python::set_python_callback_dispatcher,
+        "dispatcher"_a,
+        "Sets dispatch(callback_id, operands, results) -> str | None, which a firing Python "
+        "callback calls with the GIL held (cyxla._callbacks.dispatch).");
   // A test hook (the custom-call tests check the probe with it); the underscore keeps it
   // out of the generated stubs.
   m.def(
@@ -304,7 +315,7 @@ NB_MODULE(_core, m) {
       [](const Runtime& runtime, const std::string& source, std::string name,
          std::string platform, nb::bytes stablehlo, nb::bytes compile_options,
          const std::vector<SpecTuple>& inputs, const std::vector<SpecTuple>& outputs,
-         std::vector<std::string> custom_calls) {
+         std::vector<std::string> custom_calls, std::vector<size_t> donated_outputs) {
         // GCOVR_EXCL_STOP
         program::ProgramFile program;
         program.name = std::move(name);
@@ -314,8 +325,8 @@ NB_MODULE(_core, m) {
         program.inputs = to_specs(inputs);
         program.outputs = to_specs(outputs);
         program.custom_calls = std::move(custom_calls);
-        // A lowered program claims no outputs written in place: the executable says.
-        const program::Origin origin{source, ErrorKind::InvalidArgument, false, false};
+        program.donated_outputs = std::move(donated_outputs);
+        const program::Origin origin{source, ErrorKind::InvalidArgument, false};
         program::Compiled compiled;
         cache::Warnings warnings;
         try {
@@ -330,10 +341,11 @@ NB_MODULE(_core, m) {
                               compiled.load_seconds, compiled.cache_error);
       },
       "runtime"_a, "source"_a, "name"_a, "platform"_a, "stablehlo"_a, "compile_options"_a,
-      "inputs"_a, "outputs"_a, "custom_calls"_a,
+      "inputs"_a, "outputs"_a, "custom_calls"_a, "donated_outputs"_a,
       "The program's executable, from the disk cache or compiled (program/load_or_compile.hpp): "
       "(executable, cache_hit, compile_seconds, load_seconds, cache_error). `source` starts "
-      "every refusal; the outputs written in place are read from the executable.");
+      "every refusal; every spec and the outputs written in place are checked against the "
+      "executable.");
   // A test hook (tests/test_hlo_signature.py checks it against jaxlib's compiled modules).
   m.def(
       "_hlo_signature",

@@ -31,6 +31,11 @@ using TheirErrorArgs = XLA_FFI_Error_GetDetails_Args;
 static_assert(ours::kExtensionMetadata == XLA_FFI_Extension_Metadata);
 static_assert(ours::kStageExecute == XLA_FFI_ExecutionStage_EXECUTE);
 static_assert(ours::kErrorInvalidArgument == XLA_FFI_Error_Code_INVALID_ARGUMENT);
+static_assert(ours::kErrorUnknown == XLA_FFI_Error_Code_UNKNOWN);
+static_assert(ours::kArgBuffer == XLA_FFI_ArgType_BUFFER);
+static_assert(ours::kRetBuffer == XLA_FFI_RetType_BUFFER);
+static_assert(ours::kAttrScalar == XLA_FFI_AttrType_SCALAR);
+static_assert(ours::kDataTypeU64 == XLA_FFI_DataType_U64);
 
 static_assert(sizeof(ours::ExtensionBase) == sizeof(TheirExtensionBase));
 SAME_OFFSET(ExtensionBase, type, TheirExtensionBase, type);
@@ -70,6 +75,20 @@ SAME_OFFSET(Values, values, XLA_FFI_Args, args);
 SAME_OFFSET(Values, values, XLA_FFI_Rets, rets);
 SAME_OFFSET(Attrs, names, XLA_FFI_Attrs, names);
 SAME_OFFSET(Attrs, attrs, XLA_FFI_Attrs, attrs);
+
+// The Python callback handler (src/python/host_callback.cpp) reads these.
+static_assert(sizeof(ours::Buffer) == XLA_FFI_Buffer_STRUCT_SIZE);
+SAME_OFFSET(Buffer, dtype, XLA_FFI_Buffer, dtype);
+SAME_OFFSET(Buffer, data, XLA_FFI_Buffer, data);
+SAME_OFFSET(Buffer, rank, XLA_FFI_Buffer, rank);
+SAME_OFFSET(Buffer, dims, XLA_FFI_Buffer, dims);
+static_assert(sizeof(ours::ByteSpan) == sizeof(XLA_FFI_ByteSpan));
+SAME_OFFSET(ByteSpan, len, XLA_FFI_ByteSpan, len);
+static_assert(sizeof(ours::Scalar) == sizeof(XLA_FFI_Scalar));
+SAME_OFFSET(Scalar, value, XLA_FFI_Scalar, value);
+static_assert(sizeof(XLA_FFI_DataType) == sizeof(int));
+static_assert(sizeof(XLA_FFI_ArgType) == sizeof(int));
+static_assert(sizeof(XLA_FFI_AttrType) == sizeof(int));
 
 static_assert(ours::kCallFrameSize == XLA_FFI_CallFrame_STRUCT_SIZE);
 SAME_OFFSET(CallFrame, extension_start, XLA_FFI_CallFrame, extension_start);

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MissingPlotDependency", "pyplot", "save_plot"]
+__all__ = ["MissingPlotDependency", "draw", "pyplot", "save_plot"]
 
 
 class MissingPlotDependency(ImportError):
@@ -33,6 +33,14 @@ def pyplot() -> ModuleType:
 def save_plot(report: Mapping[str, Any], file: Path) -> None:
     """Draws the ratio to the floor of every path of every program into `file` (its
     format from its suffix: .png, .svg, .pdf), with each ratio's interquartile range."""
+    figure = draw(report)
+    # The legend stands beside the axes: the file's bounds are taken around everything.
+    figure.savefig(file, dpi=150, bbox_inches="tight")
+    pyplot().close(figure)
+
+
+def draw(report: Mapping[str, Any]) -> Any:
+    """The figure that `save_plot` saves (a matplotlib Figure)."""
     plt = pyplot()
     programs = report["programs"]
     paths = list(dict.fromkeys(p for rows in programs.values() for p in rows if _is_path(rows, p)))
@@ -57,14 +65,14 @@ def save_plot(report: Mapping[str, Any], file: Path) -> None:
     axes.set_yscale("log")
     axes.set_xticks(range(len(programs)), list(programs))
     axes.set_ylabel("time per call / naive PJRT loop (lower is faster)")
+    # Two lines, so that the title of one program's narrow figure fits it.
     axes.set_title(
-        f"python -m cyxla bench: medians of {report['rounds']} interleaved rounds "
+        f"python -m cyxla bench\nmedians of {report['rounds']} interleaved rounds "
         f"(bars: interquartile range)"
     )
     axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
-    figure.savefig(file, dpi=150)
-    plt.close(figure)
+    return figure
 
 
 def _is_path(rows: Mapping[str, Any], name: str) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cyxla._bench.paths import Loop
@@ -50,18 +50,24 @@ def calls_per_sample(loop: Loop, seconds: float) -> int:
 
 
 def time_rounds(
-    timings: Mapping[str, Timing], rounds: int, rng: random.Random
+    timings: Mapping[str, Timing],
+    rounds: int,
+    rng: random.Random,
+    on_round: Callable[[int], None] | None = None,
 ) -> dict[str, list[float]]:
-    """Nanoseconds per evaluation of each path in each round."""
+    """Nanoseconds per evaluation of each path in each round; `on_round(done)` is called
+    after each round."""
     samples: dict[str, list[float]] = {name: [] for name in timings}
     order = list(timings)
-    for _ in range(rounds):
+    for done in range(1, rounds + 1):
         rng.shuffle(order)
         for name in order:
             timing = timings[name]
             time.sleep(SETTLE_SECONDS)
             seconds = timing.loop(timing.calls)
             samples[name].append(seconds / (timing.calls * timing.evaluations) * 1e9)
+        if on_round is not None:
+            on_round(done)
     return samples
 
 

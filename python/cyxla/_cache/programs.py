@@ -35,7 +35,8 @@ def store_lowered(key: str, program: Program) -> bool:
     Returns whether it was stored: not when the cache is off, or when the cache cannot
     be written (a warning says why; a cache problem never stops the caller). Raises
     UnsupportedProgramError if the program's output holds containers other than tuples,
-    lists, dicts and None.
+    lists, dicts and None, or if it calls back into Python (`Program.callbacks`: functions
+    of this process only).
     """
     _check_key(key)
     data = program_file_bytes(program, "store_lowered")

@@ -18,6 +18,7 @@ from typing import Any
 
 from cyxla import _backend, _benchmark
 from cyxla._bench import paths, plot, programs, report, rounds
+from cyxla._bench.progress import Progress
 
 __all__ = ["add_arguments", "main"]
 
@@ -73,9 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def measure(
-    program: programs.BenchProgram, args: argparse.Namespace, rng: random.Random
+    program: programs.BenchProgram,
+    args: argparse.Namespace,
+    rng: random.Random,
+    progress: Progress,
 ) -> dict[str, Any]:
     """Times the chosen paths of `program` in interleaved rounds: its `programs/<key>`."""
+    progress.program(program.key)
     setup = paths.setup(program, max(1, args.threads))
     chosen = [
         p
@@ -96,7 +101,7 @@ def measure(
         timings[path.name] = rounds.Timing(loop, calls, path.evaluations)
     for tail in tails.values():
         tail.samples.clear()  # the calibration's calls are not a round's
-    samples = rounds.time_rounds(timings, max(1, args.rounds), rng)
+    samples = rounds.time_rounds(timings, max(1, args.rounds), rng, progress.round)
     pointers = setup.floor_executable._native._pjrt_pointers()
     types = [int(s.element_type) for s in setup.floor_executable.inputs]
     calls = timings[paths.FLOOR].calls
@@ -122,7 +127,8 @@ def main(args: argparse.Namespace) -> int:
             return 2
     rng = random.Random(0)
     chosen = [p for p in programs.PROGRAMS if p.key in args.programs]
-    results = {p.key: measure(p, args, rng) for p in chosen}
+    progress = Progress(len(chosen), max(1, args.rounds))
+    results = {p.key: measure(p, args, rng, progress) for p in chosen}
     loaded = _backend.loaded()
     data = {
         "threads": max(1, args.threads),

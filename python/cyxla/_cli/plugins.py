@@ -71,6 +71,8 @@ def main(args: argparse.Namespace | None = None) -> int:
                 status += "\n  " + line
                 usable += in_step
         rows[index] = (name, platform, path, status)
+    # What is installed first; what could be (one line each: how to install it) after.
+    rows.sort(key=lambda row: row[2] == "-")
     for name, platform, path, status in rows:
         print(f"{name} ({platform})\n  library: {path}\n  {status}")
     loaded = _backend.loaded()

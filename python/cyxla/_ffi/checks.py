@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from cyxla import _core
+from cyxla._callbacks import PYTHON_CALLBACK_TARGET, function_name, refusal_hint
 from cyxla._errors import CompileError, UnsupportedProgramError
 from cyxla._ffi import registry
 from cyxla._ffi.plugin import MISSING_FFI
@@ -42,8 +43,10 @@ _MISSING_UNTYPED = re.compile(r"No registered implementation for untyped custom 
 
 def trusted_targets(platform: str) -> frozenset[str]:
     """Targets that `lower` lets through jax.export's checks without being named: the
-    handlers cyxla registers from jaxlib."""
-    return frozenset(jaxlib_targets()) if platform == "cpu" else frozenset()
+    handlers cyxla registers from jaxlib, and its own of Python callbacks."""
+    if platform != "cpu":
+        return frozenset()
+    return frozenset({*jaxlib_targets(), PYTHON_CALLBACK_TARGET})
 
 
 def check_lowered(text: str, function: str, platform: str) -> None:
@@ -68,20 +71,24 @@ def check_lowered(text: str, function: str, platform: str) -> None:
 
 def explain_export_error(error: Exception, function: str, trace: Callable[[], Any]) -> None:
     """Raises UnsupportedProgramError from `error`, a failure of jax.export, when the
-    function uses Python host callbacks (found in the jaxpr that `trace` makes) or custom
-    calls that nobody named; returns otherwise."""
+    function uses Python host callbacks that cyxla did not lower itself (found in the
+    jaxpr that `trace` makes: on a platform other than the CPU) or custom calls that
+    nobody named; returns otherwise."""
     message = str(error)
     if isinstance(error, NotImplementedError) and "host_callbacks" in message:
         try:
-            primitives = set(_primitives(trace()))
+            callbacks = list(_callbacks(trace()))
         except Exception:  # tracing again failed: fall back to the caller's message
             return
-        apis = sorted({api for name, api in _CALLBACK_PRIMITIVES.items() if name in primitives})
+        apis = sorted({api for api, _ in callbacks})
         if apis:
+            names = list(dict.fromkeys(name for _, name in callbacks))
             raise UnsupportedProgramError(
-                f"{function} uses {' and '.join(apis)}: {HOST_CALLBACK_REFUSAL} (it lowers "
-                "to the custom-call target 'xla_ffi_python_cpu_callback', on GPUs "
-                "'xla_ffi_python_gpu_callback')"
+                f"{function} uses {' and '.join(apis)} ({', '.join(names)}): cyxla runs "
+                "Python host callbacks on the CPU plugin only, in the process that lowered "
+                "them, and elsewhere they need JAX's own runtime (JAX lowers them to the "
+                "custom-call target 'xla_ffi_python_cpu_callback', on GPUs "
+                f"'xla_ffi_python_gpu_callback'){refusal_hint(names)}"
             ) from error
     if "custom calls whose targets have no compatibility guarantees" in message:
         names = sorted(set(re.findall(r'stablehlo\.custom_call @"?([\w.$-]+)', message)))
@@ -92,15 +99,17 @@ def explain_export_error(error: Exception, function: str, trace: Callable[[], An
         ) from error
 
 
-def _primitives(jaxpr: Any) -> Iterator[str]:
-    """The names of the primitives in `jaxpr` and in the jaxprs its equations hold."""
+def _callbacks(jaxpr: Any) -> Iterator[tuple[str, str]]:
+    """The API and the function of each Python callback in `jaxpr` and the jaxprs its
+    equations hold."""
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)  # a ClosedJaxpr holds a Jaxpr
     for equation in jaxpr.eqns:
-        yield equation.primitive.name
+        if (api := _CALLBACK_PRIMITIVES.get(equation.primitive.name)) is not None:
+            yield api, function_name(equation.params)
         for value in equation.params.values():
             for item in value if isinstance(value, tuple | list) else (value,):
                 if hasattr(getattr(item, "jaxpr", item), "eqns"):
-                    yield from _primitives(item)
+                    yield from _callbacks(item)
 
 
 def check_program(targets: Iterable[str], platform: str) -> None:

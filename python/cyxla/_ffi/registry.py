@@ -12,7 +12,12 @@ from cyxla import _core
 from cyxla._errors import UnsupportedProgramError
 from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi.plugin import Registration
-from cyxla._ffi.sources import jax_held_targets, jaxlib_targets, mirroring_enabled
+from cyxla._ffi.sources import (
+    cyxla_targets,
+    jax_held_targets,
+    jaxlib_targets,
+    mirroring_enabled,
+)
 from cyxla._ffi.targets import Target, target_from
 
 __all__ = [
@@ -56,18 +61,24 @@ def register_ffi_target(
 ) -> None:
     """Registers a typed XLA FFI handler as the custom-call target `name`.
 
-    Takes the arguments of `jax.ffi.register_ffi_target`: `target` is a PyCapsule that
-    holds an `XLA_FFI_Handler*` (for example from `jax.ffi.pycapsule`), or a dict from
-    stage names to capsules; `platform` is "cpu", "cuda" or "rocm"; `api_version` must be
-    1 (the typed FFI); `traits` are XLA FFI handler traits. The handler is registered
-    with the plugin now if the plugin of `platform` is loaded, and when it loads
-    otherwise.
+    Takes the arguments of `jax.ffi.register_ffi_target`. The handler is registered with
+    the plugin now if the plugin of `platform` is loaded, and when it loads otherwise. A
+    target the plugin cannot take (api_version 0, or stages beyond `execute`) is
+    recorded, and `lower` and `compile_program` name it in the error they raise for a
+    program that calls it. Registering the same handler again does nothing.
 
-    A handler that the loaded plugin rejects raises UnsupportedProgramError, naming the
-    XLA FFI versions of the handler and of the plugin. A target the plugin cannot take
-    (api_version 0, or stages beyond `execute`) is recorded, and `lower` and
-    `compile_program` name it in the error they raise for a program that calls it.
-    Registering another handler under a name that already has one raises ValueError.
+    Args:
+        name: The custom-call target, as programs call it.
+        target: A PyCapsule that holds an `XLA_FFI_Handler*` (for example from
+            `jax.ffi.pycapsule`), or a dict from stage names to capsules.
+        platform: "cpu", "cuda" or "rocm".
+        api_version: 1, the typed FFI (0, the untyped one, is recorded as unusable).
+        traits: XLA FFI handler traits.
+
+    Raises:
+        UnsupportedProgramError: the loaded plugin rejects the handler; the message
+            names the XLA FFI versions of the handler and of the plugin.
+        ValueError: another handler is registered under `name` already.
     """
     entry = target_from(name, target, platform, api_version, int(traits), origin="cyxla")
     with lock:
@@ -123,11 +134,12 @@ def unsupported_reason(platform: str, name: str) -> str | None:
 
 
 def register_on_load(plugin: _core.Plugin, runtime: _core.Runtime, platform: str) -> None:
-    """Registers what the newly loaded plugin of `platform` should hold: jaxlib's CPU
-    handlers, the targets JAX holds (when mirroring), and those recorded so far.
-    Rejections are recorded, not raised: a program that needs one raises at compile."""
+    """Registers what the newly loaded plugin of `platform` should hold: cyxla's own
+    handlers (Python callbacks, on the CPU), jaxlib's CPU handlers, the targets JAX holds
+    (when mirroring), and those recorded so far. Rejections are recorded, not raised: a
+    program that needs one raises at compile."""
     global _loaded
-    entries: list[Target] = []
+    entries: list[Target] = cyxla_targets(platform)
     if platform == "cpu":
         entries += jaxlib_targets().values()
     if mirroring_enabled():

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cyxla import _core
+from cyxla._callbacks import PYTHON_CALLBACK_TARGET, install_dispatcher
 from cyxla._ffi.targets import Target, target_from
 from cyxla._jaxlib import CPU_KERNEL_MODULES, CPU_KERNEL_PACKAGE, xla_client
 from cyxla._platforms import XLA_PLATFORMS
@@ -18,6 +20,7 @@ from cyxla._platforms import XLA_PLATFORMS
 __all__ = [
     "JAXLIB_CPU_MODULES",
     "MIRROR_ENVIRONMENT_VARIABLE",
+    "cyxla_targets",
     "jax_held_targets",
     "jaxlib_targets",
     "mirroring_enabled",
@@ -41,6 +44,16 @@ def mirroring_enabled() -> bool:
     targets JAX holds are then a source, and later registrations are mirrored."""
     value = os.environ.get(MIRROR_ENVIRONMENT_VARIABLE, "1").strip().lower()
     return value not in ("0", "false", "no", "off")
+
+
+def cyxla_targets(platform: str) -> list[Target]:
+    """cyxla's own handlers for a plugin of `platform`: Python host callbacks, on the CPU
+    (where XLA hands the handler host memory)."""
+    if platform != "cpu":
+        return []
+    install_dispatcher()
+    handler = _core.python_callback_handler()
+    return [Target(PYTHON_CALLBACK_TARGET, "cpu", handler, 0, origin="cyxla")]
 
 
 def jaxlib_targets() -> dict[str, Target]:
