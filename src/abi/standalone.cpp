@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "abi/registry.hpp"
 #include "abi/c_enum.hpp"
+#include "abi/registry.hpp"
 #include "abi/status.hpp"
 #include "common/error.hpp"
 #include "pjrt/ffi.hpp"

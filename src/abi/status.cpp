@@ -37,14 +37,9 @@ void make_utf8(char* message, size_t capacity) noexcept {
   size_t written = 0;
   for (size_t at = 0; at < size;) {
     const size_t length = program::utf8_length(text, at);
-    char escaped[5];
-    const char* piece = original + at;
-    size_t piece_size = length;
-    if (length == 0) {
-      std::snprintf(escaped, sizeof(escaped), "\\x%02x", static_cast<unsigned char>(text[at]));
-      piece = escaped;
-      piece_size = 4;
-    }
+    const program::EscapedByte byte = program::escaped(static_cast<unsigned char>(text[at]));
+    const char* piece = length != 0 ? original + at : byte.text;
+    const size_t piece_size = length != 0 ? length : 4;
     if (written + piece_size >= capacity) break;
     std::memcpy(message + written, piece, piece_size);
     written += piece_size;

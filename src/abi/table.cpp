@@ -8,13 +8,15 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "abi/c_enum.hpp"
 #include "abi/registry.hpp"
 #include "abi/standalone.hpp"
-#include "abi/c_enum.hpp"
 #include "abi/status.hpp"
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "runtime/bound_call.hpp"
 #include "runtime/element_type.hpp"
@@ -235,12 +237,13 @@ cyxla_Status checked_execute_batch(const cyxla_ProgramSpec* spec, size_t n,
                   element_type_name_of_value(raw_value(input.type)).data(),
                   element_type_name(e->input_types[i]).data());
     }
-    size_t expected = 0;
-    if (__builtin_mul_overflow(n, e->input_bytes[i], &expected)) {
+    const std::optional<size_t> checked = checked_product(n, e->input_bytes[i]);
+    if (!checked) {
       return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
                   "execute_batch: %zu points of input %zu (%zu bytes each) overflow size_t", n,
                   i, e->input_bytes[i]);
     }
+    const size_t expected = *checked;
     if (input.nbytes != expected) {
       return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
                   "execute_batch: input %zu has %zu bytes, %zu points of %zu bytes are %zu", i,

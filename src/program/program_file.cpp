@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -54,9 +53,7 @@ std::string quoted(std::string_view text) {
     const size_t length = utf8_length(text, at);
     const auto byte = static_cast<unsigned char>(text[at]);
     if (length == 0 || byte < 0x20 || byte == 0x7F) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
-      out += escaped;
+      out += escaped(byte).text;
       ++at;
     } else {
       out += text.substr(at, length);

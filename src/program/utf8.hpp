@@ -38,6 +38,16 @@ inline size_t utf8_length(std::string_view text, size_t at) noexcept {
   return length;
 }
 
+/// `byte` written \xNN (4 characters and a NUL), as Python's "backslashreplace" writes it.
+struct EscapedByte {
+  char text[5];
+};
+inline EscapedByte escaped(unsigned char byte) noexcept {
+  EscapedByte out{};
+  std::snprintf(out.text, sizeof(out.text), "\\x%02x", byte);
+  return out;
+}
+
 /// `text` with every byte that starts no UTF-8 sequence written as \xNN, as Python's
 /// "backslashreplace" decodes it: the message of a plugin (MLIR echoes a corrupted op
 /// name byte for byte) is text for Python's str and for the C API's message alike.
@@ -50,9 +60,7 @@ inline std::string with_bytes_escaped(std::string_view text) {
       out.append(text.substr(at, length));
       at += length;
     } else {
-      char escaped[5];
-      std::snprintf(escaped, sizeof(escaped), "\\x%02x", static_cast<unsigned char>(text[at]));
-      out += escaped;
+      out += escaped(static_cast<unsigned char>(text[at])).text;
       ++at;
     }
   }
