@@ -19,6 +19,15 @@ from cyxla import _core
 from support import F32, compile_c, run_python, set_outputs, x64_mode
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Where CI tests an installed wheel (CYXLA_TEST_INSTALLED_IN names its environment),
+    the tests must import that cyxla, not the source tree's."""
+    environment = os.environ.get("CYXLA_TEST_INSTALLED_IN")
+    imported = Path(cx.__file__).resolve()
+    if environment and not imported.is_relative_to(Path(environment).resolve()):
+        raise pytest.UsageError(f"the tests import cyxla from {imported}, not from {environment}")
+
+
 @pytest.fixture
 def python_subprocess() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_python

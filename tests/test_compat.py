@@ -215,10 +215,12 @@ def test_the_plugin_listing_shows_the_pair_in_step() -> None:
 
 
 def test_loading_warns_in_a_fresh_process() -> None:
-    """The warning comes from cyxla.initialize, in a process where jaxlib looks newer."""
+    """The warning comes from cyxla.initialize, in a process that imported JAX and where
+    jaxlib looks newer."""
     result = run_python(
         """
         import warnings
+        import jax
         import cyxla as cx
         from cyxla import _compat
         _compat.jaxlib_ffi_version = lambda: (0, 9)

@@ -28,7 +28,7 @@ from cyxla._cache import scans
 from cyxla._cli import plugins as cli_plugins
 from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
 
-from support import F32, compile_c, plugin_library, run_cyxla, run_steps, runtime
+from support import F32, compile_c, plugin_library, run_cyxla, run_python, run_steps, runtime
 
 CPU_DEFAULTS = {"cpu_device_count": 1, "asynchronous": False}
 
@@ -565,3 +565,22 @@ def test_cli_shows_a_plugin_that_does_not_load(fake_plugin: Callable[..., Path])
     assert lines[at + 2].startswith("  not loadable: PluginVersionError: ")
     assert "PJRT API 1.0" in lines[at + 2]
     assert "loadable: PJRT " in result.stdout  # the CPU plugin is still listed as loadable
+
+
+def test_tf_cpp_min_log_level_silences_the_cpu_plugins_log_lines() -> None:
+    """The CPU plugin logs its client options through absl on stderr; TF_CPP_MIN_LOG_LEVEL=1,
+    as docs/guide/standalone.md says, keeps back its INFO lines and absl's notice."""
+    code = "import cyxla; cyxla.initialize(platform='cpu')"
+    result = run_python(code, env={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert result.returncode == 0, result.stderr
+    if "pjrt_c_api_cpu_internal" not in result.stderr:
+        pytest.skip("this CPU plugin logs nothing when it creates a client")
+    assert "absl::InitializeLog" in result.stderr
+    quiet = run_python(code, env={"TF_CPP_MIN_LOG_LEVEL": "1"})
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    # Set by the process itself before the plugin loads, as the page says too.
+    code = f"import os; os.environ['TF_CPP_MIN_LOG_LEVEL'] = '1'; {code}"
+    quiet = run_python(code, env={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""

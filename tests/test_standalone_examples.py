@@ -104,6 +104,49 @@ def test_a_cmake_consumer_that_sets_no_standard_builds(tmp_path: Path) -> None:
     assert result.stdout.strip() == f"ABI {cx.ABI_VERSION}"
 
 
+#: find_package with a version asked for: whether the installed package's version file
+#: accepts it, and the version found.
+_VERSION_PROBE = """
+cmake_minimum_required(VERSION 3.20)
+project(probe LANGUAGES NONE)
+find_package(cyxla ${WANTED} CONFIG)
+message(STATUS "found=${cyxla_FOUND} version=${cyxla_VERSION}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("wanted", "found"), [("0.1", True), ("0.1.0", True), ("0.2", False), ("1.0", False)]
+)
+def test_find_package_checks_the_version_asked_for(
+    wanted: str, found: bool, tmp_path: Path
+) -> None:
+    """cyxlaConfigVersion.cmake: the same major and minor version (0.x makes no promise
+    across minors) at least as new as the one asked for."""
+    (tmp_path / "CMakeLists.txt").write_text(_VERSION_PROBE)
+    result = run(
+        [
+            tool("cmake"),
+            "-S",
+            str(tmp_path),
+            "-B",
+            str(tmp_path / "build"),
+            f"-DCMAKE_PREFIX_PATH={cx.get_cmake_dir()}",
+            f"-DWANTED={wanted}",
+        ]
+    )
+    expected = f"found=1 version={cx.__version__}" if found else "found=0 version="
+    assert f"-- {expected}\n" in result.stdout
+
+
+def test_pkg_config_gives_the_version() -> None:
+    env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
+    pkg_config = tool("pkg-config", "pkgconf")
+    assert run([pkg_config, "--modversion", "cyxla"], env=env).stdout.strip() == cx.__version__
+    run([pkg_config, "--atleast-version", "0.1", "cyxla"], env=env)
+    newer = subprocess.run([pkg_config, "--atleast-version", "9.0", "cyxla"], env=env)
+    assert newer.returncode != 0
+
+
 def test_the_c_program_builds_with_pkg_config_and_runs(exported: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
     flags = run([tool("pkg-config", "pkgconf"), "--cflags", "--libs", "cyxla"], env=env)

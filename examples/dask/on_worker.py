@@ -5,6 +5,7 @@ reference and `_EXECUTABLES` lives on in the worker between tasks."""
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -14,12 +15,13 @@ import cyxla as cx
 _EXECUTABLES: dict[cx.Program, cx.Executable] = {}
 
 
-def compile_here(program: cx.Program) -> tuple[int, cx.CompileStatistics]:
+def compile_here(program: cx.Program) -> tuple[int, cx.CompileStatistics, bool]:
     """Compiles `program` in this worker (a disk cache hit when another worker compiled it
-    first); returns the worker's process id and the compile's statistics."""
+    first); returns the worker's process id, the compile's statistics and whether the
+    worker imported JAX (it need not: it only loads and runs)."""
     executable, statistics = cx.compile_program(program)
     _EXECUTABLES[program] = executable
-    return os.getpid(), statistics
+    return os.getpid(), statistics, "jax" in sys.modules
 
 
 def evaluate(program: cx.Program, samples: np.ndarray, *weights: np.ndarray) -> np.ndarray:

@@ -60,7 +60,10 @@ inline void import() {
   std::string message = "cannot import cyxla";
   if (value != nullptr) {
     if (PyObject* text = PyObject_Str(value)) {
-      if (const char* utf8 = PyUnicode_AsUTF8(text)) message += std::string(": ") + utf8;
+      // PyUnicode_AsUTF8AndSize: in the stable ABI, which PyUnicode_AsUTF8 is not before 3.13.
+      if (const char* utf8 = PyUnicode_AsUTF8AndSize(text, nullptr)) {
+        message += std::string(": ") + utf8;
+      }
       Py_DECREF(text);
     }
   }

@@ -3,6 +3,9 @@ from native code without the GIL."""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from cyxla._abi import (
     ABI_VERSION,
     HOST_ALIGNMENT,
@@ -16,13 +19,11 @@ from cyxla._abi import (
 from cyxla._aligned import empty, is_aligned, zeros
 from cyxla._backend import LoadedPlugin, initialize, library_identity
 from cyxla._batched_executable import BatchedExecutable, compile_batched
-from cyxla._batched_lowering import lower_batched
 from cyxla._batched_program import BatchedProgram
 from cyxla._bound import BoundCall
-from cyxla._cache.keys import cache_key
 from cyxla._cache.programs import load_lowered, store_lowered
 from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
-from cyxla._dtypes import SUPPORTED_DTYPES, ElementType
+from cyxla._dtypes import ElementType
 from cyxla._errors import (
     AbiVersionError,
     BusyError,
@@ -40,14 +41,45 @@ from cyxla._errors import (
     VersionSkewWarning,
 )
 from cyxla._executable import CompileStatistics, Executable, compile_program
-from cyxla._ffi.mirror import mirror_jax_registrations
+from cyxla._ffi.mirror import follow_jax, mirror_jax_registrations
 from cyxla._ffi.registry import register_ffi_target, register_jax_targets
-from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE, mirroring_enabled
-from cyxla._lowering import lower
+from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE
 from cyxla._plugins import PluginEntry
 from cyxla._program import Program, TensorSpec, load_program
-from cyxla._verification import ProgramFileVerdict, verify_program_file
 from cyxla._version import __version__
+
+if TYPE_CHECKING:
+    from cyxla._batched_lowering import lower_batched
+    from cyxla._cache.keys import cache_key
+    from cyxla._dtypes import SUPPORTED_DTYPES
+    from cyxla._lowering import lower
+    from cyxla._verification import ProgramFileVerdict, verify_program_file
+
+#: Public names that a process which only loads and runs programs does not need, imported
+#: on first use (PEP 562): those that import JAX, ml_dtypes (SUPPORTED_DTYPES) or the
+#: child-process machinery of verify_program_file. Such a process never imports JAX.
+_IMPORTED_ON_USE = {
+    "ProgramFileVerdict": "cyxla._verification",
+    "SUPPORTED_DTYPES": "cyxla._dtypes",
+    "cache_key": "cyxla._cache.keys",
+    "lower": "cyxla._lowering",
+    "lower_batched": "cyxla._batched_lowering",
+    "verify_program_file": "cyxla._verification",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _IMPORTED_ON_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cyxla' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_IMPORTED_ON_USE})
+
 
 __all__ = [
     "ABI_VERSION",
@@ -107,9 +139,8 @@ __all__ = [
     "zeros",
 ]
 
-# The one change importing cyxla makes outside it: every later jax.ffi.register_ffi_target
-# is mirrored to cyxla's table of custom calls (see cyxla._ffi.mirror), unless
-# CYXLA_MIRROR_JAX=0 turns it off.
-if mirroring_enabled():
-    mirror_jax_registrations()
-del mirroring_enabled
+# The one change importing cyxla makes outside it: where JAX is imported, every later
+# jax.ffi.register_ffi_target is mirrored to cyxla's table of custom calls (see
+# cyxla._ffi.mirror), unless CYXLA_MIRROR_JAX=0 turns it off. cyxla imports no JAX itself.
+follow_jax()
+del follow_jax

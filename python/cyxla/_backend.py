@@ -12,7 +12,7 @@ from typing import Any
 
 from cyxla import _compat, _core, _plugins
 from cyxla._errors import PjrtError, PlatformMismatchError, PluginError
-from cyxla._ffi import registry
+from cyxla._ffi import mirror, registry, sources
 from cyxla._platforms import normalize_platform
 
 __all__ = ["LoadedPlugin", "initialize", "library_identity", "loaded", "runtime_for"]
@@ -36,6 +36,9 @@ class LoadedPlugin:
 
 _lock = threading.Lock()
 _loaded: LoadedPlugin | None = None
+#: Whether jaxlib was checked against the loaded plugin: at load when JAX is imported
+#: by then, otherwise at the first compile after it is (`_check_jaxlib`).
+_jaxlib_checked = False
 
 
 def loaded() -> LoadedPlugin | None:
@@ -158,7 +161,8 @@ def initialize(
         # Load the plugin, then register the custom calls it should hold: jaxlib's
         # handlers, JAX's registrations and cyxla's (`_ffi.registry`).
         loaded = _create(path, wanted, options, by_path)
-        _compat.check_on_load(loaded.plugin, loaded.library)  # jaxlib newer: say so
+        _check_jaxlib(loaded, stacklevel=3)  # jaxlib newer: say so, to the caller
+        mirror.follow_jax()
         registry.register_on_load(loaded.plugin, loaded.runtime, loaded.platform)
         # The process's runtime: cyxla_open_runtime and cyxla_load_program use it too.
         loaded.runtime._make_current()
@@ -169,6 +173,7 @@ def initialize(
 def runtime_for(platform: str) -> _core.Runtime:
     """The runtime to run a program for `platform` with, loading the plugin if needed."""
     current = _loaded or initialize(platform=platform)
+    _check_jaxlib(current, stacklevel=4)  # to the caller of compile_program
     if current.platform != platform:
         raise PlatformMismatchError(
             f"the program was lowered for '{platform}', but this process loaded the "
@@ -176,6 +181,16 @@ def runtime_for(platform: str) -> _core.Runtime:
             f"'{current.platform}' (e.g. with jax.default_device) or run it in another process"
         )
     return current.runtime
+
+
+def _check_jaxlib(plugin: LoadedPlugin, stacklevel: int) -> None:
+    """Checks jaxlib against `plugin` (`_compat.check_on_load`, warning at `stacklevel`
+    counted from here) once JAX is imported: a process that only runs programs from files
+    never imports it, and needs no check."""
+    global _jaxlib_checked
+    if not _jaxlib_checked and sources.jax_imported():
+        _compat.check_on_load(plugin.plugin, plugin.library, stacklevel + 1)
+        _jaxlib_checked = True
 
 
 def library_identity(plugin: LoadedPlugin | None = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Python host callbacks in the programs that `lower` makes.
+"""Python host callbacks in the programs that `lower` makes: the functions, kept by id,
+and what runs them when a program calls back (the lowering is cyxla/_callback_lowering.py).
 
 While cyxla exports a function for the CPU, the callback primitives (`jax.pure_callback`,
 `jax.experimental.io_callback`, `jax.debug.callback`, `jax.debug.print`, and through them
@@ -21,20 +22,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jax
 import numpy as np
 
 from cyxla import _core
-from cyxla._errors import UnsupportedProgramError
-from cyxla._jaxlib import CALLBACK_PRIMITIVES, CHECKIFY_CHECK, ordered_effects, xla_runtime_errors
 
 __all__ = [
     "PYTHON_CALLBACK_TARGET",
-    "CallbackLowering",
+    "Callback",
     "dispatch",
     "function_name",
     "install_dispatcher",
     "refusal_hint",
+    "register",
 ]
 
 #: The custom-call target of every Python callback in a program that `lower` made.
@@ -42,7 +41,7 @@ PYTHON_CALLBACK_TARGET: str = _core.PYTHON_CALLBACK_TARGET
 
 
 @dataclass(frozen=True)
-class _Callback:
+class Callback:
     """What a firing callback needs: the function JAX's runtime would call, with its
     parameters bound, and the shapes and dtypes of its operands and results."""
 
@@ -56,19 +55,16 @@ class _Callback:
 _lock = threading.Lock()
 #: Every callback lowered in this process, by id; kept for the process's life, since a
 #: native caller may run the program after Python dropped it.
-_callbacks: dict[int, _Callback] = {}
+_callbacks: dict[int, Callback] = {}
 _ids = itertools.count(1)
 
 
-def _register(callback: _Callback) -> int:
+def register(callback: Callback) -> int:
+    """Keeps `callback` for the life of the process; its id."""
     with _lock:
         callback_id = next(_ids)
         _callbacks[callback_id] = callback
     return callback_id
-
-
-def _shapes(avals: Sequence[Any]) -> tuple[tuple[tuple[int, ...], np.dtype], ...]:
-    return tuple((tuple(int(d) for d in a.shape), np.dtype(a.dtype)) for a in avals)
 
 
 def function_name(params: dict[str, Any]) -> str:
@@ -106,71 +102,6 @@ def refusal_hint(names: Sequence[str]) -> str:
     return ""
 
 
-def _is_ordered(params: dict[str, Any]) -> bool:
-    if params.get("ordered"):
-        return True
-    effect = params.get("effect")
-    return effect is not None and ordered_effects.contains(effect)
-
-
-class CallbackLowering:
-    """The lowering rules of one export (`jax.export`'s `_override_lowering_rules`), and
-    the names of the callbacks it lowered."""
-
-    def __init__(self, function: str) -> None:
-        self.function = function
-        self.names: list[str] = []
-
-    def rules(self) -> tuple[tuple[Any, Callable[..., Any]], ...]:
-        # A tuple: JAX hashes the rules into its lowering cache's key.
-        rules = [
-            (primitive, functools.partial(self._lower, primitive.name, impl, side_effect))
-            for primitive, impl in CALLBACK_PRIMITIVES
-            for side_effect in (primitive.name != "pure_callback",)
-        ]
-        return (*rules, (CHECKIFY_CHECK[0], self._lower_check))
-
-    def _lower_check(self, ctx: Any, *operands: Any, err_tree: Any, debug: bool) -> Any:
-        """`checkify.check` outside `checkify.checkify`, lowered as JAX lowers it (only
-        with jax_experimental_unsafe_xla_runtime_errors), to a callback that raises."""
-        _, python_err, functionalization_error = CHECKIFY_CHECK
-        if debug:
-            return []
-        if not xla_runtime_errors.value:
-            raise functionalization_error
-        run = functools.partial(python_err, err_tree)
-        return self._emit(ctx, operands, run, "jax.experimental.checkify.check", True)
-
-    def _lower(
-        self,
-        primitive: str,
-        impl: Callable[..., Any],
-        side_effect: bool,
-        ctx: Any,
-        *operands: Any,
-        **params: Any,
-    ) -> Any:
-        name = function_name(params)
-        if _is_ordered(params):
-            raise UnsupportedProgramError(
-                f"{self.function} calls back into Python in order ({primitive} of {name} "
-                "with ordered=True): cyxla runs Python callbacks unordered, as XLA schedules "
-                "them; pass ordered=False, or thread the order through the callbacks' "
-                "arguments and results"
-            )
-        return self._emit(ctx, operands, functools.partial(impl, **params), name, side_effect)
-
-    def _emit(
-        self, ctx: Any, operands: Any, run: Callable[..., Any], name: str, side_effect: bool
-    ) -> Any:
-        """The custom call that runs `run` (named `name` in messages) on `operands`."""
-        callback = _Callback(run, name, _shapes(ctx.avals_in), _shapes(ctx.avals_out))
-        callback_id = _register(callback)
-        self.names.append(name)
-        lowering = jax.ffi.ffi_lowering(PYTHON_CALLBACK_TARGET, has_side_effect=side_effect)
-        return lowering(ctx, *operands, callback_id=np.uint64(callback_id))
-
-
 def install_dispatcher() -> None:
     """Makes `dispatch` the function that firing callbacks call (the CPU plugin's
     registration of PYTHON_CALLBACK_TARGET does this)."""
@@ -189,9 +120,11 @@ def _view(buffer: memoryview, shape: tuple[int, ...], dtype: np.dtype) -> np.nda
     return np.frombuffer(buffer, dtype).reshape(shape)
 
 
-def _write(callback: _Callback, values: Any, results: list[memoryview]) -> None:
+def _write(callback: Callback, values: Any, results: list[memoryview]) -> None:
     """Checks the callback's results against the shapes and dtypes it declared (as JAX's
     runtime does) and writes them into the result buffers."""
+    import jax
+
     values = list(values)
     if len(values) != len(callback.results):
         raise RuntimeError(
@@ -202,6 +135,7 @@ def _write(callback: _Callback, values: Any, results: list[memoryview]) -> None:
         zip(values, callback.results, results, strict=True)
     ):
         array = np.asarray(value)
+        # JAX is imported: a callback exists only once `lower` made it.
         array = array.astype(jax.dtypes.canonicalize_dtype(array.dtype), copy=False)
         if array.shape != shape or array.dtype != dtype:
             raise RuntimeError(

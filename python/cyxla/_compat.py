@@ -10,13 +10,11 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from cyxla import _core
 from cyxla._errors import PluginVersionError, VersionSkewWarning
-from cyxla._jaxlib import hlo
 
 __all__ = [
     "Verdict",
@@ -38,6 +36,8 @@ _INSTALL_HINT = (
 
 def package_version(name: str) -> str | None:
     """The installed version of the distribution `name`, or None."""
+    from importlib import metadata  # where JAX is imported: a lean start spares it
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -51,6 +51,8 @@ def _named(name: str) -> str:
 def distribution_of(library: str) -> str | None:
     """The "name version" of the installed distribution that ships the file `library`, or None
     (a library given by path outside any wheel)."""
+    from importlib import metadata
+
     path = Path(library).resolve()
     for entry in sys.path:
         try:
@@ -71,13 +73,15 @@ def distribution_of(library: str) -> str | None:
 
 def jaxlib_stablehlo_version() -> tuple[int, ...]:
     """The StableHLO version jaxlib writes."""
+    from cyxla._jaxlib import hlo  # imports JAX: `_backend` asks only once JAX is imported
+
     return _version_tuple(str(hlo.get_current_version()))
 
 
 def jaxlib_ffi_version() -> tuple[int, int] | None:
     """XLA_FFI_API_MAJOR.MINOR of the FFI headers jaxlib ships (and builds its handlers
     with), or None when jaxlib ships none."""
-    import jax.ffi  # the public module; jax is imported by now anyway
+    import jax.ffi  # the public module; JAX is imported by now (see jaxlib_stablehlo_version)
 
     try:
         header = (Path(jax.ffi.include_dir()) / "xla/ffi/api/c_api.h").read_text()
@@ -183,14 +187,15 @@ def verdict(plugin: _core.Plugin, library: str) -> Verdict:
 _warned: set[str] = set()
 
 
-def check_on_load(plugin: _core.Plugin, library: str) -> Verdict:
-    """Warns (VersionSkewWarning, once per library) when jaxlib is newer than the plugin
-    just loaded; raises PluginVersionError when the plugin can compile nothing jaxlib
-    writes. Returns the verdict."""
+def check_on_load(plugin: _core.Plugin, library: str, stacklevel: int = 3) -> Verdict:
+    """Warns (VersionSkewWarning, once per library, at `stacklevel` as `warnings.warn`
+    counts it from here) when jaxlib is newer than the plugin just loaded; raises
+    PluginVersionError when the plugin can compile nothing jaxlib writes. Returns the
+    verdict."""
     found = verdict(plugin, library)
     if found.fatal:
         raise PluginVersionError(found.message())
     if not found.in_step and library not in _warned:
         _warned.add(library)
-        warnings.warn(found.message(), VersionSkewWarning, stacklevel=3)
+        warnings.warn(found.message(), VersionSkewWarning, stacklevel=stacklevel)
     return found

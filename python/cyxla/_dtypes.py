@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import enum
+import functools
+import sys
+from typing import TYPE_CHECKING, Any
 
-import ml_dtypes
 import numpy as np
 
 __all__ = [
     "SUPPORTED_DTYPES",
     "SUPPORTED_NAMES",
     "ElementType",
+    "as_dtype",
     "dtype_of",
     "element_type_of",
 ]
@@ -36,38 +39,73 @@ class ElementType(enum.IntEnum):
     C128 = 15
 
 
-#: The one table of the element types cyxla carries: NumPy dtype to PJRT element type.
-#: Names, byte sizes (`dtype.itemsize`) and the lists in error messages derive from it.
-_BY_DTYPE: dict[np.dtype, ElementType] = {
-    np.dtype(np.bool_): ElementType.PRED,
-    np.dtype(np.int8): ElementType.S8,
-    np.dtype(np.int16): ElementType.S16,
-    np.dtype(np.int32): ElementType.S32,
-    np.dtype(np.int64): ElementType.S64,
-    np.dtype(np.uint8): ElementType.U8,
-    np.dtype(np.uint16): ElementType.U16,
-    np.dtype(np.uint32): ElementType.U32,
-    np.dtype(np.uint64): ElementType.U64,
-    np.dtype(np.float16): ElementType.F16,
-    np.dtype(np.float32): ElementType.F32,
-    np.dtype(np.float64): ElementType.F64,
-    np.dtype(ml_dtypes.bfloat16): ElementType.BF16,
-    np.dtype(np.complex64): ElementType.C64,
-    np.dtype(np.complex128): ElementType.C128,
+#: The one table of the element types cyxla carries, by NumPy dtype name: bfloat16 is
+#: ml_dtypes', which is imported (about half a second) only when a program or an array
+#: has one. Names, byte sizes (`dtype.itemsize`) and the lists in error messages derive
+#: from it.
+_BY_NAME: dict[str, ElementType] = {
+    "bool": ElementType.PRED,
+    "int8": ElementType.S8,
+    "int16": ElementType.S16,
+    "int32": ElementType.S32,
+    "int64": ElementType.S64,
+    "uint8": ElementType.U8,
+    "uint16": ElementType.U16,
+    "uint32": ElementType.U32,
+    "uint64": ElementType.U64,
+    "float16": ElementType.F16,
+    "float32": ElementType.F32,
+    "float64": ElementType.F64,
+    "bfloat16": ElementType.BF16,
+    "complex64": ElementType.C64,
+    "complex128": ElementType.C128,
 }
-_BY_TYPE = {t: d for d, t in _BY_DTYPE.items()}
+_BY_TYPE = {t: n for n, t in _BY_NAME.items()}
 
-#: The dtypes cyxla carries between NumPy and PJRT buffers.
-SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(_BY_DTYPE)
 #: Their names, for messages: "bool, int8, ..., complex128".
-SUPPORTED_NAMES = ", ".join(dtype.name for dtype in SUPPORTED_DTYPES)
+SUPPORTED_NAMES = ", ".join(_BY_NAME)
+
+if TYPE_CHECKING:
+    #: The dtypes cyxla carries between NumPy and PJRT buffers (made on first use).
+    SUPPORTED_DTYPES: tuple[np.dtype, ...]
 
 
-def element_type_of(dtype: np.dtype) -> ElementType | None:
+def __getattr__(name: str) -> Any:
+    if name == "SUPPORTED_DTYPES":
+        return tuple(dtype_of(t) for t in _BY_NAME.values())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def as_dtype(value: Any) -> np.dtype:
+    """`np.dtype(value)`, where the names of ml_dtypes' types ("bfloat16") are known
+    too; TypeError if it is no dtype."""
+    try:
+        return np.dtype(value)
+    except TypeError:
+        if "ml_dtypes" in sys.modules:
+            raise
+    import ml_dtypes  # noqa: F401  (registers its names with NumPy)
+
+    return np.dtype(value)
+
+
+def element_type_of(dtype: Any) -> ElementType | None:
     """The PJRT element type of `dtype`, or None when cyxla does not support it."""
-    return _BY_DTYPE.get(np.dtype(dtype))
+    normalized = as_dtype(dtype)
+    element_type = _BY_NAME.get(normalized.name)
+    # The name alone does not tell native byte order from another, or NumPy's types from
+    # a foreign one of the same name.
+    if element_type is None or dtype_of(element_type) != normalized:
+        return None
+    return element_type
 
 
+@functools.cache
 def dtype_of(element_type: int) -> np.dtype:
     """The NumPy dtype of a PJRT element type that cyxla supports."""
-    return _BY_TYPE[ElementType(element_type)]
+    name = _BY_TYPE[ElementType(element_type)]
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)

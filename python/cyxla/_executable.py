@@ -11,7 +11,6 @@ import numpy as np
 
 from cyxla import _backend, _core
 from cyxla._bound import BoundCall
-from cyxla._compile_options import compile_options as _compile_options
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._exact_arrays import carrier_view, exact_arrays
 from cyxla._ffi import checks
@@ -332,7 +331,10 @@ def compile_program(
     if not options and program.compile_options is not None:
         serialized_options = program.compile_options
     else:
-        serialized_options = _compile_options(options)
+        # Options made afresh are jaxlib's protobuf: only then is JAX imported here.
+        from cyxla._compile_options import compile_options
+
+        serialized_options = compile_options(options)
     with checks.explain_compile_errors():
         native, hit, compile_seconds, load_seconds, cache_error = _core.load_or_compile(
             runtime,

@@ -1,7 +1,8 @@
 """Every import of JAX's and jaxlib's internals in cyxla, each with what it is used for.
 
 The rest of the package imports this module, so that a rename in jaxlib is one edit here
-(the way `jax/_src/lib/__init__.py` does it for jaxlib).
+(the way `jax/_src/lib/__init__.py` does it for jaxlib). Importing it imports JAX: the
+modules that a process which only loads and runs programs uses import it where it is used.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 # The primitives of Python host callbacks, whose lowering cyxla replaces during its own
-# `jax.export` (`cyxla._callbacks`), and the functions that run each as JAX's runtime would:
+# `jax.export` (`cyxla._callback_lowering`), and the functions that run each as JAX's runtime would:
 # they place the operands on JAX's CPU device, call the user's function, log its failure.
 from jax._src import callback as _callback
 from jax._src import checkify as _checkify
@@ -42,8 +43,6 @@ from jax._src.lib.mlir.dialects import hlo
 __all__ = [
     "CALLBACK_PRIMITIVES",
     "CHECKIFY_CHECK",
-    "CPU_KERNEL_MODULES",
-    "CPU_KERNEL_PACKAGE",
     "_jax",
     "hlo",
     "ir",
@@ -52,12 +51,6 @@ __all__ = [
     "xla_client",
     "xla_runtime_errors",
 ]
-
-#: The package of jaxlib's CPU kernels (LAPACK, sparse, ...), imported by name: the
-#: modules that `jnp.linalg` and `jax.scipy.linalg` call through typed FFI handlers.
-CPU_KERNEL_PACKAGE = "jaxlib.cpu"
-#: The modules of that package whose handlers a CPU plugin always gets.
-CPU_KERNEL_MODULES = ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
 
 #: Each callback primitive, with the function that runs it in Python (JAX's own `impl`
 #: for the debug ones; `pure_callback_p.impl` and `io_callback_p.impl` would dispatch a

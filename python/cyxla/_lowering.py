@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from cyxla import _backend, _plugins, _stablehlo
-from cyxla._callbacks import CallbackLowering
+from cyxla._callback_lowering import CallbackLowering
 from cyxla._dtypes import SUPPORTED_NAMES, element_type_of
 from cyxla._errors import PluginNotFoundError, UnsupportedProgramError
 from cyxla._ffi import checks

@@ -13,12 +13,10 @@ import json
 from collections import OrderedDict
 from typing import Any
 
-import jax
-
 from cyxla import _core
 from cyxla._errors import UnsupportedProgramError
 
-__all__ = ["MAX_NESTING", "decode_tree", "encode_tree"]
+__all__ = ["MAX_NESTING", "decode_tree", "encode_tree", "flat_tuple"]
 
 _LEAF = "*"
 #: The deepest nesting of lists and dicts in an encoded output structure (two or three
@@ -98,7 +96,14 @@ def _example(encoded: Any) -> Any:
 
 
 def _structure(encoded: Any) -> Any:
+    import jax  # on first use: a process that only runs programs never imports JAX
+
     return jax.tree.structure(_example(encoded))
+
+
+def flat_tuple(leaves: int) -> str:
+    """The JSON text of a tuple of `leaves` leaves, as `encode_tree` writes it."""
+    return json.dumps({"tuple": [_LEAF] * leaves}, separators=(",", ":"))
 
 
 def decode_tree(text: str) -> Any:

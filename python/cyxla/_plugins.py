@@ -4,10 +4,10 @@ group, the choice among them, and `dlopen` of one (clients are `_backend`'s)."""
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -83,16 +83,29 @@ def _scan() -> tuple[PluginEntry, ...]:
             return _entries(points)
         except ImportError:  # a plugin removed without the directories changing: scan
             pass
+    from importlib import metadata
+
     points = [(p.name, p.value) for p in metadata.entry_points(group=ENTRY_POINT_GROUP)]
     entries = _entries(points)
     scans.store_points(document, points)
     return entries
 
 
+def _load_entry_point(value: str) -> Any:
+    """What an entry point's value ("package.module" or "package.module:attribute")
+    names, loaded as `importlib.metadata.EntryPoint.load` does: without importing
+    importlib.metadata, which a warm scan cache spares (a tenth of a lean start)."""
+    module_name, _, attributes = value.partition(":")
+    loaded: Any = importlib.import_module(module_name.strip())
+    for attribute in filter(None, attributes.strip().split(".")):
+        loaded = getattr(loaded, attribute)
+    return loaded
+
+
 def _entries(points: list[tuple[str, str]]) -> tuple[PluginEntry, ...]:
     entries = []
     for name, value in points:
-        module = metadata.EntryPoint(name, value, ENTRY_POINT_GROUP).load()
+        module = _load_entry_point(value)
         platform = normalize_platform(module.PLATFORM)
         # An entry's own options, or else its platform's defaults.
         options = getattr(module, "CREATE_OPTIONS", CLIENT_DEFAULTS.get(platform, {}))

@@ -10,16 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jax
-import jaxlib
 import numpy as np
 
 from cyxla import _core
 from cyxla._callbacks import PYTHON_CALLBACK_TARGET, refusal_hint
-from cyxla._compile_options import compile_options
-from cyxla._dtypes import SUPPORTED_NAMES, ElementType, dtype_of, element_type_of
+from cyxla._dtypes import SUPPORTED_NAMES, ElementType, as_dtype, dtype_of, element_type_of
 from cyxla._errors import DtypeError, InvalidArgumentError, UnsupportedProgramError
-from cyxla._output_tree import decode_tree, encode_tree
+from cyxla._output_tree import decode_tree, encode_tree, flat_tuple
 from cyxla._version import __version__
 
 __all__ = [
@@ -37,7 +34,7 @@ __all__ = [
 def _supported_dtype(dtype: Any) -> np.dtype:
     """`dtype` as NumPy's; DtypeError unless cyxla carries it."""
     try:
-        normalized = np.dtype(dtype)
+        normalized = as_dtype(dtype)
     except TypeError as error:
         raise DtypeError(
             f"TensorSpec: dtype must be a NumPy dtype, given {dtype!r}; supported: "
@@ -93,6 +90,34 @@ class TensorSpec:
 
     def __str__(self) -> str:
         return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+
+class _OutputTree:
+    """`Program.output_tree`: what was given, except that a structure read from a program
+    file (`_StoredTree`) is decoded to a `jax.tree` structure, which imports JAX, only when
+    first read: a process that only loads and runs programs never imports JAX."""
+
+    def __get__(self, program: Any, owner: type | None = None) -> Any:
+        if program is None:
+            return self
+        value = program.__dict__[_TREE_SLOT]
+        if isinstance(value, _StoredTree):
+            value = program.__dict__[_TREE_SLOT] = decode_tree(value.text)
+        return value
+
+    def __set__(self, program: Any, value: Any) -> None:
+        program.__dict__[_TREE_SLOT] = value
+
+
+#: Where a Program keeps its output structure, decoded or not.
+_TREE_SLOT = "_output_tree"
+
+
+@dataclass(frozen=True)
+class _StoredTree:
+    """An output structure as the output_tree line of a program file holds it (JSON)."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -158,6 +183,11 @@ class Program:
         return program_from_file_bytes, (program_file_bytes(self, "pickle"),)
 
 
+# Set once the dataclass is made, which would take a descriptor in the class body for the
+# field's default; its __init__ sets the field through it.
+Program.output_tree = _OutputTree()
+
+
 #: The one encoding of specs: (PJRT element type, dimensions) per tensor, as the C++ core
 #: takes and reports them and as cache entries store them (JSON makes the pairs lists).
 SpecRecords = list[tuple[int, list[int]]]
@@ -199,10 +229,20 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
             "callbacks run only in the process that lowered it; lower the function without "
             f"them to keep the program{refusal_hint(names)}"
         )
-    tree = None
-    if program.output_tree is not None:
+    # A structure read from a file and not decoded since is written as the file held it,
+    # and JAX's versions are its installed distributions': saving or pickling a loaded
+    # program imports no JAX.
+    stored = program.__dict__[_TREE_SLOT]
+    tree = stored.text if isinstance(stored, _StoredTree) else None
+    if tree is None and program.output_tree is not None:
         tree = encode_tree(program.output_tree, program.name, writer)
+    from importlib import metadata  # where a program is written, not on a lean start
+
     options = program.compile_options
+    if options is None:  # cyxla's defaults, which jaxlib makes (`lower` made the program)
+        from cyxla._compile_options import compile_options
+
+        options = compile_options()
     return _core._pack_program_file(
         name=program.name,
         platform=program.platform,
@@ -212,10 +252,10 @@ def program_file_bytes(program: Program, writer: str) -> bytes:
         custom_calls=list(program.custom_calls),
         donated_outputs=list(program.donated_outputs),
         stablehlo=bytes(program.stablehlo),
-        compile_options=compile_options() if options is None else options,
+        compile_options=options,
         cyxla_version=__version__,
-        jax_version=jax.__version__,
-        jaxlib_version=jaxlib.__version__,
+        jax_version=metadata.version("jax"),
+        jaxlib_version=metadata.version("jaxlib"),
         output_tree=tree,
     )
 
@@ -253,9 +293,7 @@ def program_from_file_bytes(data: bytes, source: str = "a pickled cyxla.Program"
         outputs=outputs,
         custom_calls=tuple(contents["custom_calls"]),
         name=contents["name"],
-        output_tree=(
-            decode_tree(tree) if tree is not None else jax.tree.structure((0,) * len(outputs))
-        ),
+        output_tree=_StoredTree(flat_tuple(len(outputs)) if tree is None else tree),
         compile_options=contents["compile_options"],
         donated_outputs=tuple(contents["donated_outputs"]),
     )

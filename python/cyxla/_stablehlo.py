@@ -7,8 +7,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from cyxla._jaxlib import _jax, hlo, ir, mlir
-
 __all__ = ["custom_calls_of", "serialize", "stablehlo_target_of", "without_locations"]
 
 _CUSTOM_CALL_OP = re.compile(r'stablehlo\.custom_call\s+@(?:"([^"]+)"|([\w.$-]+))')
@@ -25,6 +23,8 @@ def _parse_version(text: str) -> tuple[int, ...]:
 def stablehlo_target_of(plugin: Any) -> str:
     """The StableHLO version to serialize at for `plugin` (a `_core.Plugin`): the older of
     the plugin's and jaxlib's."""
+    from cyxla._jaxlib import hlo  # jaxlib's MLIR, imported where used: custom_calls_of is text
+
     ours = str(hlo.get_current_version())
     theirs = plugin.attributes.get("stablehlo_current_version")
     if theirs is None:
@@ -34,12 +34,16 @@ def stablehlo_target_of(plugin: Any) -> str:
 
 def serialize(text: str, target: str) -> bytes:
     """The portable artifact (VHLO bytecode) of StableHLO `text` at version `target`."""
+    from cyxla._jaxlib import _jax
+
     return _jax.mlir.serialize_portable_artifact(text, target)
 
 
 def without_locations(text: str) -> str:
     """The module without source locations, so that the same function lowers to the same
     bytes wherever it is defined (the disk cache keys on them)."""
+    from cyxla._jaxlib import ir, mlir
+
     with mlir.make_ir_context():
         return ir.Module.parse(text).operation.get_asm(enable_debug_info=False)
 

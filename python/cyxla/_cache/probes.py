@@ -17,8 +17,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jaxlib
-
 from cyxla import _core
 from cyxla._cache import store
 
@@ -42,6 +40,8 @@ def plugin_identity(plugin: _core.Plugin) -> dict[str, Any]:
 def source(plugin: _core.Plugin, targets: Sequence[tuple[str, str, Any]]) -> dict[str, Any] | None:
     """What a verdict on `targets` ((name, origin, XLA FFI versions) each) registered with
     `plugin` depends on, as JSON; None when the plugin library cannot be identified."""
+    import jaxlib  # imported where used, as everything of JAX's in a process that only runs
+
     try:
         identity = plugin_identity(plugin)
     except OSError:

@@ -114,8 +114,12 @@ def _callbacks(jaxpr: Any) -> Iterator[tuple[str, str]]:
 
 def check_program(targets: Iterable[str], platform: str) -> None:
     """Raises UnsupportedProgramError for a target that the loaded plugin of `platform`
-    is known not to run, and readies jaxlib's handlers that the others need."""
-    targets = list(targets)
+    is known not to run, and readies jaxlib's handlers that the others need. A program
+    that calls none but XLA's own imports nothing of JAX's."""
+    targets = [t for t in targets if t not in XLA_BUILTIN_TARGETS]
+    if not targets:
+        return
+    registry.register_missing(targets)
     prepare_jaxlib(targets)
     for target in targets:
         if (error := registry.registration_error(target)) is not None:

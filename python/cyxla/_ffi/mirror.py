@@ -11,16 +11,26 @@ import warnings
 from typing import Any
 
 from cyxla._ffi import registry
+from cyxla._ffi.sources import jax_imported, mirroring_enabled
 from cyxla._ffi.targets import target_from
-from cyxla._jaxlib import xla_client
 
-__all__ = ["mirror_jax_registrations"]
+__all__ = ["follow_jax", "mirror_jax_registrations"]
+
+
+def follow_jax() -> None:
+    """Mirrors JAX's later registrations once JAX is imported, unless `CYXLA_MIRROR_JAX=0`
+    (cyxla's import and each plugin load ask; the registrations JAX made before are read
+    from JAX when the plugin loads or a program calls a target it does not hold)."""
+    if mirroring_enabled() and jax_imported():
+        mirror_jax_registrations()
 
 
 def mirror_jax_registrations() -> None:
     """Mirrors every later `jax.ffi.register_ffi_target` to cyxla (`cyxla/__init__.py`
     calls this unless `CYXLA_MIRROR_JAX=0`). JAX's own behaviour is unchanged: the wrapper
-    calls through to the function it replaces first. Idempotent."""
+    calls through to the function it replaces first. Idempotent. Imports JAX."""
+    from cyxla._jaxlib import xla_client
+
     current = xla_client.register_custom_call_target
     if getattr(current, "_cyxla_mirror", False):
         return

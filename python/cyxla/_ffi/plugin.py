@@ -15,7 +15,6 @@ from cyxla import _core, _stablehlo
 from cyxla._cache import probes
 from cyxla._errors import CompileError
 from cyxla._ffi.targets import Target
-from cyxla._jaxlib import xla_client
 from cyxla._platforms import XLA_PLATFORMS
 
 __all__ = ["MISSING_FFI", "Registration", "register"]
@@ -117,6 +116,8 @@ def _probe(plugin: _core.Plugin, runtime: _core.Runtime, names: list[str]) -> st
     )
     text = f"module @cyxla_ffi_probe {{\n  func.func public @main() {{\n{calls}    return\n  }}\n}}"
     code = _stablehlo.serialize(text, _stablehlo.stablehlo_target_of(plugin))
+    from cyxla._jaxlib import xla_client  # imported where used, as all of JAX
+
     options = xla_client.CompileOptions().SerializeAsString()
     try:
         runtime.compile(code, options, [])

@@ -15,6 +15,7 @@ from cyxla._ffi.plugin import Registration
 from cyxla._ffi.sources import (
     cyxla_targets,
     jax_held_targets,
+    jax_imported,
     jaxlib_targets,
     mirroring_enabled,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "record",
     "register_ffi_target",
     "register_jax_targets",
+    "register_missing",
     "register_on_load",
     "register_with_loaded",
     "registration_error",
@@ -134,20 +136,45 @@ def unsupported_reason(platform: str, name: str) -> str | None:
 
 
 def register_on_load(plugin: _core.Plugin, runtime: _core.Runtime, platform: str) -> None:
-    """Registers what the newly loaded plugin of `platform` should hold: cyxla's own
-    handlers (Python callbacks, on the CPU), jaxlib's CPU handlers, the targets JAX holds
-    (when mirroring), and those recorded so far. Rejections are recorded, not raised: a
-    program that needs one raises at compile."""
+    """Registers what the newly loaded plugin of `platform` should hold: the targets
+    recorded so far and, once JAX is imported, cyxla's handler of Python callbacks,
+    jaxlib's CPU handlers and the targets JAX holds (when mirroring); a process that has
+    not imported JAX gets those when a program first calls a target the plugin does not
+    hold (`register_missing`). Rejections are recorded, not raised: a program that needs
+    one raises at compile."""
     global _loaded
+    entries = _jax_sources(platform) if jax_imported() else []
+    with lock:
+        record(entries)
+        _loaded = _Loaded(plugin, runtime, platform)
+        register_with_loaded(list(_targets.values()))
+
+
+def register_missing(targets: list[str]) -> None:
+    """Registers jaxlib's CPU handlers and the targets JAX holds with the loaded plugin
+    when it does not hold one of `targets` (custom calls that are not XLA's own) yet:
+    where JAX was not imported when the plugin loaded, the first program that calls one
+    imports it."""
+    with lock:
+        if _loaded is None or all(t in _registered for t in targets):
+            return
+        platform = _loaded.platform
+    entries = _jax_sources(platform)
+    with lock:
+        record(entries)
+        register_with_loaded(list(_targets.values()))
+
+
+def _jax_sources(platform: str) -> list[Target]:
+    """What a process that imported JAX gives the plugin of `platform`: cyxla's handler
+    of Python callbacks (which only `lower` makes programs call), jaxlib's handlers and
+    the targets JAX holds (when mirroring)."""
     entries: list[Target] = cyxla_targets(platform)
     if platform == "cpu":
         entries += jaxlib_targets().values()
     if mirroring_enabled():
         entries += jax_held_targets()
-    with lock:
-        record(entries)
-        _loaded = _Loaded(plugin, runtime, platform)
-        register_with_loaded(list(_targets.values()))
+    return entries
 
 
 def record(entries: list[Target]) -> list[Target]:

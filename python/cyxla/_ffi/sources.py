@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import os
 import pkgutil
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -14,7 +15,6 @@ from typing import Any
 from cyxla import _core
 from cyxla._callbacks import PYTHON_CALLBACK_TARGET, install_dispatcher
 from cyxla._ffi.targets import Target, target_from
-from cyxla._jaxlib import CPU_KERNEL_MODULES, CPU_KERNEL_PACKAGE, xla_client
 from cyxla._platforms import XLA_PLATFORMS
 
 __all__ = [
@@ -22,14 +22,18 @@ __all__ = [
     "MIRROR_ENVIRONMENT_VARIABLE",
     "cyxla_targets",
     "jax_held_targets",
+    "jax_imported",
     "jaxlib_targets",
     "mirroring_enabled",
     "prepare_jaxlib",
 ]
 
+#: The package of jaxlib's CPU kernels (LAPACK, sparse, ...), imported by name: the
+#: modules that `jnp.linalg` and `jax.scipy.linalg` call through typed FFI handlers.
+_CPU_KERNEL_PACKAGE = "jaxlib.cpu"
 #: The jaxlib modules whose typed FFI handlers a CPU plugin gets, besides any other
 #: module of `jaxlib.cpu` with a `registrations()` function.
-JAXLIB_CPU_MODULES = CPU_KERNEL_MODULES
+JAXLIB_CPU_MODULES = ("jaxlib.cpu._lapack", "jaxlib.cpu._sparse")
 #: Set to "0" to keep cyxla from mirroring the FFI registrations of JAX.
 MIRROR_ENVIRONMENT_VARIABLE = "CYXLA_MIRROR_JAX"
 
@@ -54,6 +58,12 @@ def cyxla_targets(platform: str) -> list[Target]:
     install_dispatcher()
     handler = _core.python_callback_handler()
     return [Target(PYTHON_CALLBACK_TARGET, "cpu", handler, 0, origin="cyxla")]
+
+
+def jax_imported() -> bool:
+    """Whether this process imported JAX: before that, JAX holds no registrations, and
+    cyxla imports it only where it lowers or a program calls a target it does not hold."""
+    return "jax" in sys.modules
 
 
 def jaxlib_targets() -> dict[str, Target]:
@@ -83,7 +93,12 @@ def prepare_jaxlib(targets: Iterable[str]) -> None:
 
 def jax_held_targets() -> list[Target]:
     """The targets JAX holds: registrations waiting for JAX's own client, and the typed
-    handlers in jaxlib's FFI registry. Python callbacks come back as unsupported."""
+    handlers in jaxlib's FFI registry. Python callbacks come back as unsupported. None
+    before JAX is imported."""
+    if not jax_imported():
+        return []
+    from cyxla._jaxlib import xla_client
+
     held: list[tuple[str, Any, str, int, Any]] = []
     pending: Mapping[str, list[Any]] = getattr(xla_client, "_custom_callback", {})
     for xla_platform, items in list(pending.items()):
@@ -110,8 +125,8 @@ def _jaxlib_cpu_modules() -> list[Any]:
     """jaxlib's CPU modules that have a `registrations()` function."""
     names = list(JAXLIB_CPU_MODULES)
     with contextlib.suppress(ImportError):
-        package = importlib.import_module(CPU_KERNEL_PACKAGE)
-        names += [f"{CPU_KERNEL_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+        package = importlib.import_module(_CPU_KERNEL_PACKAGE)
+        names += [f"{_CPU_KERNEL_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
     modules = []
     for name in dict.fromkeys(names):
         try:
