@@ -111,11 +111,12 @@ def scripted(
 
 @pytest.fixture
 def control(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> Iterator[ctypes.CDLL]:
-    """The script, reset after each test: nothing fails, platform "fake", one device,
-    programs with one f32[3] output."""
+    """The script, reset after each test: nothing fails (and a failure says "scripted
+    failure of ..."), platform "fake", one device, programs with one f32[3] output."""
     lib = scripted[1]
     yield lib
     lib.fake_fail(b"")
+    lib.fake_error_text(b"")
     lib.fake_get_code_fails(0)
     lib.fake_null_fingerprint(0)
     lib.fake_platform(b"fake")

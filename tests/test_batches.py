@@ -634,6 +634,8 @@ def test_a_cython_caller_through_the_pxd(batched: cx.BatchedExecutable, tmp_path
         ("strided input", "input 0 must be a C-contiguous array"),
         ("read-only output", "output 0 must be a C-contiguous writable array"),
         ("short input", "input 0 has 24 bytes, the points need 60"),
+        # 12 * (2^62 + 5) wraps to the 60 bytes that 5 points hold (issue 20).
+        ("points past 2^64", f"{(1 << 62) + 5} points of input 0 \\(12 bytes each\\) are more"),
     ],
 )
 def test_the_internal_batch_call_checks_its_buffers(
@@ -652,6 +654,7 @@ def test_the_internal_batch_call_checks_its_buffers(
         y.flags.writeable = False
     elif case == "short input":
         inputs = [x[:2]]
+    n = (1 << 62) + 5 if case == "points past 2^64" else 5
     with pytest.raises(cx.InvalidArgumentError, match=message):
-        batched._native._execute(5, inputs, outputs)
+        batched._native._execute(n, inputs, outputs)
     np.testing.assert_array_equal(y, 0)

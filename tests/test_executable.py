@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import re
 import sys
 import threading
 import warnings
@@ -32,6 +33,44 @@ def test_compile_error(scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctyp
     control.fake_fail(b"PJRT_Client_Compile")
     with pytest.raises(cx.CompileError, match=r"^PJRT_Client_Compile failed: scripted failure"):
         client.compile(b"x", b"", [(F32, [3])])
+
+
+def test_a_plugin_message_that_is_not_utf8_arrives_as_text(
+    scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
+) -> None:
+    # MLIR echoes a corrupted op name byte for byte: the bytes arrive escaped as Python's
+    # "backslashreplace" writes them, in a CompileError, never as UnicodeDecodeError.
+    client = runtime(scripted)
+    control.fake_fail(b"PJRT_Client_Compile")
+    control.fake_error_text(b"unknown op 'stablehlo.\xff\xc3' (\xce\xbb kept)")
+    with pytest.raises(cx.CompileError) as caught:
+        client.compile(b"x", b"", [(F32, [3])])
+    assert str(caught.value) == (
+        "PJRT_Client_Compile failed: unknown op 'stablehlo.\\xff\\xc3' (\u03bb kept)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        ((F32, [1 << 62, 4]), f"f32[{1 << 62},4]"),  # 2^64 bytes, which wrapped to 0
+        ((F32, [1 << 32, 1 << 32]), f"f32[{1 << 32},{1 << 32}]"),
+        ((F32, [-1]), "f32[-1]"),
+    ],
+)
+def test_specs_of_more_bytes_than_a_size_counts_are_refused(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+    control: ctypes.CDLL,
+    spec: tuple[int, list[int]],
+    shown: str,
+) -> None:
+    message = f"^{re.escape(shown)} has a negative dimension or more bytes than a size_t"
+    with pytest.raises(cx.InvalidArgumentError, match=message):
+        runtime(scripted).compile(b"x", b"", [spec])
+    # The plugin's report of an output is held to the same.
+    set_outputs(control, [F32], [spec[1]])
+    with pytest.raises(cx.InvalidArgumentError, match=message):
+        runtime(scripted).compile(b"x", b"", [(F32, [3])])
 
 
 def test_output_types_and_shapes_that_disagree(

@@ -385,6 +385,43 @@ def test_execute_errors_through_the_c_api(
     table().release_spec(ctypes.byref(spec))
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Bytes that are not UTF-8, from a plugin: escaped as Python escapes them.
+        (b"op '\xff\xc3' \xce\xbb", "op '\\xff\\xc3' \u03bb"),
+        # A message longer than the status holds, cut at the end of a whole character:
+        # after the 48 bytes before them, 2-byte "\u03bb"s would be cut in half at 511.
+        (b"x" + b"\xce\xbb" * 400, None),
+    ],
+)
+def test_a_plugin_message_reaches_the_c_api_as_utf8(
+    scripted: tuple[_core.Plugin, ctypes.CDLL],
+    control: ctypes.CDLL,
+    text: bytes,
+    expected: str | None,
+) -> None:
+    executable = runtime(scripted).compile(b"x", b"", [(F32, [3])])
+    handle = _core.NativeHandle(executable)
+    spec, error = ProgramSpec(struct_size=ctypes.sizeof(ProgramSpec)), Error()
+    assert table().get_spec(handle.value, ctypes.byref(spec), ctypes.byref(error)) == OK
+    x, y = np.ones(3, np.float32), np.zeros(3, np.float32)
+    inputs = (Input * 1)(Input(x.ctypes.data, F32, 12))
+    outputs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    control.fake_fail(b"PJRT_LoadedExecutable_Execute")
+    control.fake_error_text(text)
+    status = table().execute(ctypes.byref(spec), inputs, 1, outputs, 1, ctypes.byref(error))
+    table().release_spec(ctypes.byref(spec))
+    assert status == PJRT
+    message = error.message.decode("utf-8")  # strict: raises on any byte that is not UTF-8
+    prefix = "execute: PJRT_LoadedExecutable_Execute failed: "
+    if expected is not None:
+        assert message == prefix + expected
+    else:
+        assert message == prefix + "x" + "\u03bb" * len(message[len(prefix) + 1 :])
+        assert len(error.message) == Error.message.size - 2  # cut before the half at 511
+
+
 def test_staging_an_unaligned_input_too_large_to_allocate(
     scripted: tuple[_core.Plugin, ctypes.CDLL], control: ctypes.CDLL
 ) -> None:

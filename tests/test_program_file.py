@@ -606,6 +606,17 @@ _BAD_FILES: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
         "metadata",
         f"the dimension '{1 << 63}' is not an integer from 0 to 2^63-1",
     ),
+    # Dims whose product wraps around 2^64 would size buffers small (issue 20).
+    "bytes past 2^64": (
+        _replace("input F32 [4,8]", f"input F32 [{1 << 62},4]"),
+        "metadata",
+        f"the shape '[{1 << 62},4]' holds more bytes than a 64-bit size counts",
+    ),
+    "elements past 2^64": (
+        _replace("input F32 [4,8]", f"input S8 [{1 << 32},{1 << 32}]"),
+        "metadata",
+        f"line 4 'input S8 [{1 << 32},{1 << 32}]': the shape",
+    ),
     "donated_output of no output": (
         _with_lines("donated_output 5"),
         "metadata",

@@ -87,7 +87,7 @@ typedef enum cyxla_Status {
 /* Where a failing call explains itself. Pass NULL where the message is not wanted. */
 typedef struct cyxla_Error {
   cyxla_Status status;
-  char message[512]; /* NUL-terminated, truncated to fit */
+  char message[512]; /* NUL-terminated UTF-8 (other bytes written \xNN), truncated to fit */
 } cyxla_Error;
 
 /* One input array: dense, row-major, in host memory. On the CPU an input aligned to

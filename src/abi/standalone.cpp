@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "abi/c_enum.hpp"
 #include "abi/registry.hpp"
 #include "abi/status.hpp"
 #include "common/error.hpp"
@@ -41,7 +42,7 @@ std::vector<pjrt::NamedValue> client_options(const cyxla_RuntimeOptions& options
     if (o.name == nullptr) {
       throw Error(ErrorKind::InvalidArgument, "client option " + std::to_string(i) + " has no name");
     }
-    switch (o.type) {
+    switch (raw_value(o.type)) {
       case CYXLA_OPTION_STRING:
         if (o.string_value == nullptr) {
           throw Error(ErrorKind::InvalidArgument,
@@ -61,7 +62,7 @@ std::vector<pjrt::NamedValue> client_options(const cyxla_RuntimeOptions& options
       default:
         throw Error(ErrorKind::InvalidArgument,
                     std::string("client option '") + o.name + "' has the unknown type " +
-                        std::to_string(static_cast<int>(o.type)));
+                        std::to_string(raw_value(o.type)));
     }
   }
   return values;

@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "abi/c_enum.hpp"
 #include "abi/registry.hpp"
 #include "abi/standalone.hpp"
 #include "abi/status.hpp"
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "runtime/bound_call.hpp"
 #include "runtime/element_type.hpp"
@@ -142,10 +145,10 @@ cyxla_Status check_arguments(const char* function, const Entry& e, const cyxla_I
   }
   for (size_t i = 0; i < n_in; ++i) {
     const cyxla_Input& input = inputs[i];
-    if (input.type != e.input_types[i]) {
+    if (raw_value(input.type) != e.input_types[i]) {
       return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
                   "%s: input %zu has element type %s, the program takes %s", function, i,
-                  element_type_name(input.type).data(),
+                  element_type_name_of_value(raw_value(input.type)).data(),
                   element_type_name(e.input_types[i]).data());
     }
     if (input.nbytes != e.input_bytes[i]) {
@@ -228,18 +231,19 @@ cyxla_Status checked_execute_batch(const cyxla_ProgramSpec* spec, size_t n,
   SmallArray<const void*> data(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     const cyxla_Input& input = inputs[i];
-    if (input.type != e->input_types[i]) {
+    if (raw_value(input.type) != e->input_types[i]) {
       return fail(error, CYXLA_ERROR_TYPE_MISMATCH,
                   "execute_batch: input %zu has element type %s, the program takes %s", i,
-                  element_type_name(input.type).data(),
+                  element_type_name_of_value(raw_value(input.type)).data(),
                   element_type_name(e->input_types[i]).data());
     }
-    size_t expected = 0;
-    if (__builtin_mul_overflow(n, e->input_bytes[i], &expected)) {
+    const std::optional<size_t> checked = checked_product(n, e->input_bytes[i]);
+    if (!checked) {
       return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
                   "execute_batch: %zu points of input %zu (%zu bytes each) overflow size_t", n,
                   i, e->input_bytes[i]);
     }
+    const size_t expected = *checked;
     if (input.nbytes != expected) {
       return fail(error, CYXLA_ERROR_INVALID_ARGUMENT,
                   "execute_batch: input %zu has %zu bytes, %zu points of %zu bytes are %zu", i,

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -54,9 +53,7 @@ std::string quoted(std::string_view text) {
     const size_t length = utf8_length(text, at);
     const auto byte = static_cast<unsigned char>(text[at]);
     if (length == 0 || byte < 0x20 || byte == 0x7F) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
-      out += escaped;
+      out += escaped(byte).text;
       ++at;
     } else {
       out += text.substr(at, length);
@@ -125,9 +122,15 @@ TensorSpec tensor_spec(std::string_view value, const Bad& bad) {
       bad("the dimension " + quoted(item) + " is not an integer from 0 to 2^63-1");
     }
     spec.dims.push_back(d);
-    if (comma == std::string_view::npos) return spec;
+    if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
+  // The runtime sizes buffers from these dims: a product that wraps would size them small.
+  if (!spec.checked_bytes()) {
+    bad("the shape " + quoted(value.substr(space + 1)) +
+        " holds more bytes than a 64-bit size counts");
+  }
+  return spec;
 }
 
 /// How deeply JSON `text` nests arrays and objects, counted without recursing.

@@ -1,7 +1,10 @@
-// The core's one check of UTF-8, for program-file metadata and entry headers alike.
+// The core's one check of UTF-8, for program-file metadata and entry headers alike, and
+// the one repair of text that must reach Python or C callers as UTF-8 (plugins' messages).
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
+#include <string>
 #include <string_view>
 
 namespace cyxla::program {
@@ -33,6 +36,35 @@ inline size_t utf8_length(std::string_view text, size_t at) noexcept {
     if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
   }
   return length;
+}
+
+/// `byte` written \xNN (4 characters and a NUL), as Python's "backslashreplace" writes it.
+struct EscapedByte {
+  char text[5];
+};
+inline EscapedByte escaped(unsigned char byte) noexcept {
+  EscapedByte out{};
+  std::snprintf(out.text, sizeof(out.text), "\\x%02x", byte);
+  return out;
+}
+
+/// `text` with every byte that starts no UTF-8 sequence written as \xNN, as Python's
+/// "backslashreplace" decodes it: the message of a plugin (MLIR echoes a corrupted op
+/// name byte for byte) is text for Python's str and for the C API's message alike.
+inline std::string with_bytes_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    const size_t length = utf8_length(text, at);
+    if (length != 0) {
+      out.append(text.substr(at, length));
+      at += length;
+    } else {
+      out += escaped(static_cast<unsigned char>(text[at])).text;
+      ++at;
+    }
+  }
+  return out;
 }
 
 }  // namespace cyxla::program

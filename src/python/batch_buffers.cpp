@@ -1,8 +1,10 @@
 // The Python path of a batched executable: buffer views checked for size, then one call.
 #include "python/batch_buffers.hpp"
 
+#include <optional>
 #include <string>
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "runtime/small_array.hpp"
 
@@ -58,17 +60,27 @@ void run_batch_on_buffers(const BatchedExecutable& executable, size_t n, nb::han
                     std::to_string(n_out) + " outputs, given " +
                     std::to_string(nb::len(in_seq)) + " and " + std::to_string(nb::len(out_seq)));
   }
+  // n is the caller's: a product that wrapped would let a small buffer pass for n points.
+  const auto bytes_of = [n](size_t point, const std::string& what) {
+    const std::optional<size_t> bytes = checked_product(n, point);
+    if (!bytes) {
+      throw Error(ErrorKind::InvalidArgument,
+                  std::to_string(n) + " points of " + what + " (" + std::to_string(point) +
+                      " bytes each) are more bytes than a size_t counts");
+    }
+    return *bytes;
+  };
   SmallArray<ContiguousView> in_views(n_in), out_views(n_out);
   SmallArray<const void*> in_data(n_in);
   SmallArray<void*> out_data(n_out);
   for (size_t i = 0; i < n_in; ++i) {
-    in_views[i].acquire(in_seq[i], false, n * executable.input_bytes()[i],
-                        "input " + std::to_string(i));
+    const std::string what = "input " + std::to_string(i);
+    in_views[i].acquire(in_seq[i], false, bytes_of(executable.input_bytes()[i], what), what);
     in_data[i] = in_views[i].data();
   }
   for (size_t j = 0; j < n_out; ++j) {
-    out_views[j].acquire(out_seq[j], true, n * executable.output_bytes()[j],
-                         "output " + std::to_string(j));
+    const std::string what = "output " + std::to_string(j);
+    out_views[j].acquire(out_seq[j], true, bytes_of(executable.output_bytes()[j], what), what);
     out_data[j] = out_views[j].data();
   }
   nb::gil_scoped_release release;

@@ -13,14 +13,19 @@ static_assert(element_size(PJRT_Buffer_Type_F32) == sizeof(float) &&
               element_size(PJRT_Buffer_Type_TOKEN) == 0);
 
 std::string_view element_type_name(PJRT_Buffer_Type type) noexcept {
-  switch (type) {
-#define CYXLA_NAME_CASE_(name, value, bytes, text) \
-  case PJRT_Buffer_Type_##name:                    \
+  return element_type_name_of_value(type);
+}
+
+std::string_view element_type_name_of_value(long long value) noexcept {
+  switch (value) {
+#define CYXLA_NAME_CASE_(name, number, bytes, text) \
+  case PJRT_Buffer_Type_##name:                     \
     return (bytes) != 0 ? (text) : "unsupported";
     CYXLA_ELEMENT_TYPES(CYXLA_NAME_CASE_)
 #undef CYXLA_NAME_CASE_
+    default:
+      return "unsupported";
   }
-  return "unsupported";
 }
 
 }  // namespace cyxla

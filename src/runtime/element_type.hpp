@@ -25,5 +25,7 @@ constexpr size_t element_size(PJRT_Buffer_Type type) noexcept {
 /// The XLA name of a supported type (f32, s64, pred, ...) for error messages, or
 /// "unsupported".
 std::string_view element_type_name(PJRT_Buffer_Type type) noexcept;
+/// The same for the integer `value` of a type, which need not be one (a C caller's).
+std::string_view element_type_name_of_value(long long value) noexcept;
 
 }  // namespace cyxla

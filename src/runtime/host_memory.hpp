@@ -12,7 +12,7 @@ namespace cyxla {
 /// Inputs aligned to this many bytes are aliased by CPU buffers instead of copied.
 inline constexpr size_t kHostAlignment = 64;
 
-constexpr bool is_aligned(const void* data) noexcept {
+inline bool is_aligned(const void* data) noexcept {
   return reinterpret_cast<uintptr_t>(data) % kHostAlignment == 0;
 }
 

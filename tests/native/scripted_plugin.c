@@ -20,6 +20,7 @@
 /* ------------------------------------------------------------------ the script */
 
 static char failing[128];   /* the PJRT function that fails, "" for none */
+static char error_text[1024]; /* its error's message, "" for "scripted failure of ..." */
 static int get_code_fails;  /* PJRT_Error_GetCode itself fails */
 static int null_fingerprint;
 static char platform[32] = "fake";
@@ -35,6 +36,8 @@ static long calls_to[64];
 static const char* call_names[64];
 
 void fake_fail(const char* function) { snprintf(failing, sizeof failing, "%s", function); }
+/* The message of the scripted error from now on: any bytes, as a plugin's may be. */
+void fake_error_text(const char* text) { snprintf(error_text, sizeof error_text, "%s", text); }
 void fake_get_code_fails(int on) { get_code_fails = on; }
 void fake_null_fingerprint(int on) { null_fingerprint = on; }
 void fake_platform(const char* name) { snprintf(platform, sizeof platform, "%s", name); }
@@ -72,7 +75,7 @@ static void count(const char* function) {
 /* ------------------------------------------------------------------ errors */
 
 struct PJRT_Error {
-  char message[160];
+  char message[1024];
 };
 
 /* Counts the call, and returns the scripted error when `function` is the failing one. */
@@ -80,7 +83,11 @@ static PJRT_Error* enter(const char* function) {
   count(function);
   if (strcmp(failing, function) != 0) return NULL;
   PJRT_Error* error = calloc(1, sizeof(PJRT_Error));
-  snprintf(error->message, sizeof error->message, "scripted failure of %s", function);
+  if (error_text[0] != '\0') {
+    snprintf(error->message, sizeof error->message, "%s", error_text);
+  } else {
+    snprintf(error->message, sizeof error->message, "scripted failure of %s", function);
+  }
   return error;
 }
 

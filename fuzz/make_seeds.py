@@ -1,0 +1,105 @@
+"""Writes the small seeds of the fuzz targets (tests/fuzz/<target>/seed-*), which the
+targets start from and tests/test_fuzz_corpus.py replays: run it from the repository
+root with cyxla and its CPU plugin installed. Findings are kept beside the seeds as
+crash-*, written by hand from libFuzzer's artifacts, never by this script."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import sys
+import tempfile
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+import cyxla as cx
+
+ROOT = Path(__file__).resolve().parent.parent / "tests" / "fuzz"
+# What fuzz/cache_entry.cpp asks the reader for.
+KIND, KEY, VERSION = "programs", "fuzz", "0.0.0"
+
+
+def write(target: str, name: str, data: bytes) -> None:
+    directory = ROOT / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"seed-{name}").write_bytes(data)
+
+
+def program_files() -> None:
+    def small(x, n):
+        return {"sum": x + n.astype(x.dtype), "rows": (x[0], jnp.tanh(x))}
+
+    specs = [jax.ShapeDtypeStruct((2, 3), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32)]
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "small.cyxla"
+        cx.lower(small, specs).save(path)
+        write("program_file", "small.cyxla", path.read_bytes())
+        path = Path(directory) / "flat.cyxla"
+        cx.lower(lambda x: x * 2, [jax.ShapeDtypeStruct((4,), jnp.float32)]).save(path)
+        write("program_file", "flat.cyxla", path.read_bytes())
+
+
+def cache_entries() -> None:
+    def entry(header: dict, payload: bytes) -> bytes:
+        text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+        digest = hashlib.sha256(text + payload).digest()
+        return struct.pack("<8sII32s", b"CYXLA\0CE", 2, len(text), digest) + text + payload
+
+    for name, extra, payload in [
+        ("plain", {}, b"payload"),
+        ("fields", {"program": {"name": "f", "dims": [1, 2.5, -3], "ok": True, "x": None}}, b""),
+    ]:
+        binding = hashlib.sha256(f"{KIND}\0{KEY}\0".encode() + payload).hexdigest()
+        header = {
+            "kind": KIND,
+            "key": KEY,
+            "binding": binding,
+            "cyxla_version": VERSION,
+            "payload_length": len(payload),
+            **extra,
+        }
+        write("cache_entry", name, entry(header, payload))
+
+
+def json_texts() -> None:
+    # Objects, as entry headers are (the reader reads any JSON value, the replay objects).
+    texts = {
+        "object": '{"a": [1, -2, 3.5e-7, true, false, null], "b": {"c": "d\\u00e9\\n"}}',
+        "unicode": '{"\\ud83d\\ude00": "\u03c0", "z": "\\u0000"}',
+        "numbers": '{"n": [0, -0, 9223372036854775807, -9223372036854775808, 1e308, 5e-324]}',
+        "nested": '{"deep": ' + "[" * 40 + "]" * 40 + "}",
+    }
+    for name, text in texts.items():
+        write("json", name, text.encode())
+
+
+def hlo_modules() -> None:
+    def f(x, y):
+        return x @ y, x * 2
+
+    x = jnp.ones((2, 3), jnp.float32)
+    y = jnp.ones((3, 4), jnp.float32)
+    compiled = jax.jit(f, donate_argnums=(0,)).lower(x, y).compile()
+    (module,) = compiled.runtime_executable().hlo_modules()
+    proto = module.as_serialized_hlo_module_proto()
+    # The first byte picks the format: even "hlo", odd "hlo_with_config" (field 1 holds it).
+    write("hlo_signature", "module", b"\0" + proto)
+    length = bytearray()
+    n = len(proto)
+    while True:
+        length.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if n == 0:
+            break
+    write("hlo_signature", "with-config", b"\1" + b"\x0a" + bytes(length) + proto)
+
+
+if __name__ == "__main__":
+    program_files()
+    cache_entries()
+    json_texts()
+    hlo_modules()
+    sys.exit(0)
