@@ -27,24 +27,19 @@ cyxla_Status status_of(ErrorKind kind) noexcept {
 
 /// Makes the NUL-terminated `message` (of `capacity` bytes) UTF-8 in place: bytes that
 /// start no UTF-8 sequence (a path's, or a sequence cut by the truncation) are written
-/// \xNN as Python's "backslashreplace" writes them, and what no longer fits is dropped
-/// whole, never half a sequence.
+/// \xNN, and what no longer fits is dropped whole, never half a sequence.
 void make_utf8(char* message, size_t capacity) noexcept {
   char original[sizeof(cyxla_Error::message)];
   const size_t size = std::strlen(message);
   std::memcpy(original, message, size);
-  const std::string_view text(original, size);
   size_t written = 0;
-  for (size_t at = 0; at < size;) {
-    const size_t length = program::utf8_length(text, at);
-    const program::EscapedByte byte = program::escaped(static_cast<unsigned char>(text[at]));
-    const char* piece = length != 0 ? original + at : byte.text;
-    const size_t piece_size = length != 0 ? length : 4;
-    if (written + piece_size >= capacity) break;
-    std::memcpy(message + written, piece, piece_size);
-    written += piece_size;
-    at += length != 0 ? length : 1;
-  }
+  program::for_each_printable(std::string_view(original, size), false,
+                              [&](std::string_view piece) {
+                                if (written + piece.size() >= capacity) return false;
+                                std::memcpy(message + written, piece.data(), piece.size());
+                                written += piece.size();
+                                return true;
+                              });
   message[written] = '\0';
 }
 

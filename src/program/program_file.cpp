@@ -45,22 +45,16 @@ struct Refused {
 std::string quoted(std::string_view text) {
   std::string out = "'";
   size_t characters = 0;
-  for (size_t at = 0; at < text.size();) {
+  for_each_printable(text, true, [&](std::string_view piece) {
     if (characters++ == 80) {
       out += "...";
-      break;
+      return false;
     }
-    const size_t length = utf8_length(text, at);
-    const auto byte = static_cast<unsigned char>(text[at]);
-    if (length == 0 || byte < 0x20 || byte == 0x7F) {
-      out += escaped(byte).text;
-      ++at;
-    } else {
-      out += text.substr(at, length);
-      at += length;
-    }
-  }
-  return out + "'";
+    out += piece;
+    return true;
+  });
+  out += "'";
+  return out;
 }
 
 /// The element type that cyxla's ElementType enum spells `name` ("F32"), if cyxla carries it.

@@ -38,7 +38,7 @@ inline size_t utf8_length(std::string_view text, size_t at) noexcept {
   return length;
 }
 
-/// `byte` written \xNN (4 characters and a NUL), as Python's "backslashreplace" writes it.
+/// `byte` written \xNN: a backslash, `x` and two lower-case hex digits (and a NUL).
 struct EscapedByte {
   char text[5];
 };
@@ -48,22 +48,37 @@ inline EscapedByte escaped(unsigned char byte) noexcept {
   return out;
 }
 
-/// `text` with every byte that starts no UTF-8 sequence written as \xNN, as Python's
-/// "backslashreplace" decodes it: the message of a plugin (MLIR echoes a corrupted op
-/// name byte for byte) is text for Python's str and for the C API's message alike.
-inline std::string with_bytes_escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+/// Walks `text` as printable UTF-8: calls `piece(std::string_view)` with each whole UTF-8
+/// sequence as it is, and with each byte that starts none (and, with `escape_controls`,
+/// each ASCII control character) written \xNN; stops early when `piece` returns false.
+/// The one repair of text that must reach Python's str or a C caller as UTF-8.
+template <class Piece>
+void for_each_printable(std::string_view text, bool escape_controls, Piece&& piece) {
   for (size_t at = 0; at < text.size();) {
     const size_t length = utf8_length(text, at);
-    if (length != 0) {
-      out.append(text.substr(at, length));
+    const auto byte = static_cast<unsigned char>(text[at]);
+    const bool control = escape_controls && (byte < 0x20 || byte == 0x7F);
+    if (length != 0 && !control) {
+      if (!piece(text.substr(at, length))) return;
       at += length;
     } else {
-      out += escaped(static_cast<unsigned char>(text[at])).text;
+      const EscapedByte escape = escaped(byte);
+      if (!piece(std::string_view(escape.text, 4))) return;
       ++at;
     }
   }
+}
+
+/// `text` with every byte that starts no UTF-8 sequence written \xNN: a plugin's message
+/// (MLIR echoes a corrupted op name byte for byte) or a path, as text for Python's str
+/// and for the C API's message alike.
+inline std::string with_bytes_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for_each_printable(text, false, [&](std::string_view piece) {
+    out.append(piece);
+    return true;
+  });
   return out;
 }
 

@@ -7,9 +7,11 @@
 #include <nanobind/stl/string.h>
 
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "cache/store.hpp"
+#include "program/utf8.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -29,8 +31,9 @@ nb::str path_text(const fs::path& path) {
 
 /// A message, whatever bytes a hostile entry put in it.
 nb::str message_text(std::string_view text) {
+  const std::string repaired = program::with_bytes_escaped(text);
   return nb::steal<nb::str>(
-      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace"));
+      PyUnicode_FromStringAndSize(repaired.data(), static_cast<Py_ssize_t>(repaired.size())));
 }
 
 /// The exception classes, made once; cyxla._cache.store exports them under these names.

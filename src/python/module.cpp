@@ -18,6 +18,7 @@
 #include "program/load_or_compile.hpp"
 #include "program/json.hpp"
 #include "program/program_file.hpp"
+#include "program/utf8.hpp"
 #include "python/batch_buffers.hpp"
 #include "python/cache.hpp"
 #include "python/host_buffers.hpp"
@@ -99,9 +100,9 @@ nb::object error_class(ErrorKind kind) {
 void set_python_error(const Error& e) {
   const nb::object cls = error_class(e.kind());
   // Messages quote paths and plugins' text, which need not be UTF-8.
-  const nb::object message = nb::steal(
-      PyUnicode_DecodeUTF8(e.what(), static_cast<Py_ssize_t>(std::strlen(e.what())),
-                           "backslashreplace"));
+  const std::string text = program::with_bytes_escaped(e.what());
+  const nb::object message =
+      nb::steal(PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())));
   nb::object error;
   if (e.kind() == ErrorKind::ProgramFile) {
     // Refusals after the reader's (outputs the compiled program does not return) are
