@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core
+from cyxla import _benchmark, _core
 
 from support import F32, F64, compile_fn, runtime, set_outputs, spec
 
@@ -592,6 +592,69 @@ def test_run_from_threads_at_once_on_one_executable(affine: cx.Executable) -> No
     assert failures == []
 
 
+# Copies of 1 MiB and more are shared with helper threads (runtime/shared_copy.hpp): the
+# staging copy of an unaligned input, and a result copied into an unaligned out.
+
+_SHARED = (3 << 20) // 4 + 3  # f32 elements: past the shared copy's bound, not whole pieces
+
+
+@pytest.fixture(scope="module")
+def flip_large() -> cx.Executable:
+    # Each output element reads the other end of the input: a piece of a copy that is
+    # missed, or put in the wrong place, shows in the result.
+    return compile_fn(lambda x: jnp.flip(x) * 2, [spec((_SHARED,), np.float32)])
+
+
+def _unaligned_filled(seed: int) -> np.ndarray:
+    x = _unaligned(_SHARED)
+    x[...] = np.random.default_rng(seed).standard_normal(_SHARED, dtype=np.float32)
+    return x
+
+
+def test_large_unaligned_arrays_are_copied_whole_on_every_path(flip_large: cx.Executable) -> None:
+    x = _unaligned_filled(6)
+    want = np.flip(x) * 2
+    np.testing.assert_array_equal(flip_large.run([x])[0], want)
+    out = _unaligned(_SHARED)
+    assert flip_large.run([x], out=[out])[0] is out
+    np.testing.assert_array_equal(out, want)
+    executed = _unaligned(_SHARED)
+    _benchmark.execute_loop(flip_large.handle, [x], [executed], 1)  # cyxla_execute
+    np.testing.assert_array_equal(executed, want)
+    bound_out = _unaligned(_SHARED)
+    bound = flip_large.bind([x], [bound_out])
+    for seed in (7, 8):  # the bound input's staging copy is refreshed at each call
+        x[...] = _unaligned_filled(seed)
+        bound()
+        np.testing.assert_array_equal(bound_out, np.flip(x) * 2)
+
+
+def test_large_unaligned_copies_from_threads_at_once(flip_large: cx.Executable) -> None:
+    # One copy at a time is shared; the others are plain copies, all whole.
+    inputs = [_unaligned_filled(10 + k) for k in range(4)]
+    failures: list[str] = []
+    barrier = threading.Barrier(len(inputs))
+
+    def work(index: int) -> None:
+        x = inputs[index]
+        want = np.flip(x) * 2
+        out = _unaligned(_SHARED)
+        barrier.wait()
+        for _ in range(10):
+            if not np.array_equal(flip_large.run([x])[0], want):
+                failures.append(f"thread {index}: run")
+            flip_large.run([x], out=[out])
+            if not np.array_equal(out, want):
+                failures.append(f"thread {index}: run(out=)")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
 # ---------------------------------------------------------------- the handle
 
 
@@ -615,8 +678,6 @@ def _handles_read_at_once(executable: cx.Executable, threads: int) -> list[int]:
 def test_threads_reading_a_new_handle_at_once_all_get_the_one_live_handle(
     pair: cx.Executable,
 ) -> None:
-    from cyxla import _benchmark
-
     x = np.zeros((2, 3), np.float32)
     out = [np.empty((2, 3), np.float32), np.empty((), np.int32)]
     interval = sys.getswitchinterval()

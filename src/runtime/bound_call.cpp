@@ -1,11 +1,11 @@
 // Binding host memory to a program once, and calling it: one thread at a time.
 #include "runtime/bound_call.hpp"
 
-#include <cstring>
 #include <new>
 
 #include "runtime/host_memory.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/shared_copy.hpp"
 
 namespace cyxla {
 
@@ -64,7 +64,7 @@ bool BoundCall::call() {
   // what it holds now. PJRT asks that memory under a zero-copy buffer not change while the
   // buffer lives; the CPU client reads it only inside Execute, which runs synchronously in
   // this thread, so changes between calls are seen and none races with a read.
-  for (const Staged& s : staged_) std::memcpy(s.to, s.from, s.bytes);
+  for (const Staged& s : staged_) shared_copy(s.to, s.from, s.bytes);
   // A donated buffer is consumed by the call that it is donated to: one per call.
   const std::vector<size_t>& donated = executable_->donated_outputs();
   for (size_t k = 0; k < donated.size(); ++k) {

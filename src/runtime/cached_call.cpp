@@ -1,12 +1,12 @@
 // Calls that reuse the buffers of the last call's inputs: one thread at a time.
 #include "runtime/cached_call.hpp"
 
-#include <cstring>
 #include <new>
 
 #include "pjrt/plugin.hpp"
 #include "runtime/host_memory.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/shared_copy.hpp"
 
 namespace cyxla {
 namespace {
@@ -68,7 +68,7 @@ void CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
     if (!is_aligned(data)) {
       const size_t bytes = e.input_bytes()[i];
       std::byte* staging = area_of(in.staging, bytes);
-      std::memcpy(staging, data, bytes);
+      shared_copy(staging, data, bytes);
       data = staging;
     }
     // A kept buffer aliases its address only: it is used again when the address comes

@@ -1,11 +1,11 @@
 // Reading an executable's outputs, and execute(): host memory in, host memory out.
 #include "runtime/executable.hpp"
 
-#include <cstring>
 #include <new>
 
 #include "runtime/element_type.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/shared_copy.hpp"
 #include "runtime/small_array.hpp"
 
 namespace cyxla {
@@ -160,8 +160,8 @@ void Executable::execute(std::span<const void* const> inputs, std::span<void* co
   const size_t n_out = outputs_.size();
   const size_t n_donated = donated_outputs_.size();
   // On the CPU every input becomes a buffer that aliases host memory. Unaligned inputs
-  // are first staged in this thread's aligned scratch memory: one memcpy, cheaper than
-  // the plugin's own copy, which allocates a buffer on every call. A donated output that
+  // are first staged in this thread's aligned scratch memory: one copy (shared with idle
+  // cores when large), cheaper than the plugin's own, which allocates a buffer per call. A donated output that
   // cannot be written in place gets scratch memory too, and is copied from there.
   const bool host = runtime_->host_is_device();
   SmallArray<void*> donors(n_donated);
@@ -174,7 +174,7 @@ void Executable::execute(std::span<const void* const> inputs, std::span<void* co
   for (size_t i = 0; i < n_in; ++i) {
     const void* data = inputs[i];
     if (host && !is_aligned(data)) {
-      std::memcpy(staging, data, input_bytes_[i]);
+      shared_copy(staging, data, input_bytes_[i]);
       data = staging;
       staging += round_up(input_bytes_[i]);
     }
@@ -235,7 +235,7 @@ void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_B
         if (!in_place.empty()) in_place[j] = true;
         continue;
       }
-      std::memcpy(outputs[j], where.device_memory_ptr, output_bytes_[j]);
+      shared_copy(outputs[j], where.device_memory_ptr, output_bytes_[j]);
       continue;
     }
     auto copy = pjrt::make_args<PJRT_Buffer_ToHostBuffer_Args>();
