@@ -563,6 +563,15 @@ def test_run_refuses_an_out_that_is_a_buffer_but_not_an_array(pair: cx.Executabl
         pair.run([np.zeros((2, 3), np.float32)], out=[view, _I32])
 
 
+def _in_threads(work: Any, count: int) -> None:
+    """`work(index)` in `count` threads at once; returns when all are done."""
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def test_run_from_threads_at_once_on_one_executable(affine: cx.Executable) -> None:
     # One thread at a time uses the kept buffers; the others run without them.
     rng = np.random.default_rng(5)
@@ -584,11 +593,7 @@ def test_run_from_threads_at_once_on_one_executable(affine: cx.Executable) -> No
                 if not np.allclose(got, want, rtol=1e-5):
                     failures.append(f"thread {index}: run(out=)")
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _in_threads(work, len(inputs))
     assert failures == []
 
 
@@ -647,11 +652,7 @@ def test_large_unaligned_copies_from_threads_at_once(flip_large: cx.Executable) 
             if not np.array_equal(out, want):
                 failures.append(f"thread {index}: run(out=)")
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _in_threads(work, len(inputs))
     assert failures == []
 
 
