@@ -49,6 +49,7 @@ from cyxla._program import Program, TensorSpec, load_program
 from cyxla._version import __version__
 
 if TYPE_CHECKING:
+    from cyxla._aot import AotLibrary, AotToolchainError, export_aot
     from cyxla._batched_lowering import lower_batched
     from cyxla._cache.keys import cache_key
     from cyxla._dtypes import SUPPORTED_DTYPES
@@ -57,13 +58,17 @@ if TYPE_CHECKING:
 
 #: Public names that a process which only loads and runs programs does not need, imported
 #: on first use (PEP 562): those that import JAX, ml_dtypes (SUPPORTED_DTYPES) or the
-#: child-process machinery of verify_program_file. Such a process never imports JAX.
+#: child-process machinery of verify_program_file, and export_aot (TensorFlow, when
+#: called). Such a process never imports JAX.
 _IMPORTED_ON_USE = {
+    "AotLibrary": "cyxla._aot",
+    "AotToolchainError": "cyxla._aot",
     "ProgramFileVerdict": "cyxla._verification",
     "SUPPORTED_DTYPES": "cyxla._dtypes",
     "cache_key": "cyxla._cache.keys",
     "lower": "cyxla._lowering",
     "lower_batched": "cyxla._batched_lowering",
+    "export_aot": "cyxla._aot",
     "verify_program_file": "cyxla._verification",
 }
 
@@ -88,6 +93,8 @@ __all__ = [
     "MIRROR_ENVIRONMENT_VARIABLE",
     "SUPPORTED_DTYPES",
     "AbiVersionError",
+    "AotLibrary",
+    "AotToolchainError",
     "BatchedExecutable",
     "BatchedProgram",
     "BoundCall",
@@ -120,6 +127,7 @@ __all__ = [
     "compile_batched",
     "compile_program",
     "empty",
+    "export_aot",
     "get_cmake_dir",
     "get_include",
     "get_library",

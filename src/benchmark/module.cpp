@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,6 +207,50 @@ double memcpy_loop(const ReadOnlyArray& source, const HostArray& target, size_t 
   for (size_t n = 0; n < calls; ++n) {
     std::memcpy(target.data(), source.data(), target.nbytes());
     // Keeps the compiler from merging the copies: each one is made.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  return seconds_since(start);
+}
+
+/// The entry point of a program exported by cyxla.export_aot.
+using AotEntry = int (*)(const void* const* inputs, void* const* outputs, void* scratch);
+
+/// Seconds for `calls` calls of the AOT entry point at address `entry` (a status other
+/// than 0 is raised).
+double aot_loop(uintptr_t entry, const std::vector<ReadOnlyArray>& in,
+                const std::vector<HostArray>& out, const HostArray& scratch, size_t calls) {
+  require(entry != 0, "entry", "is the address of an exported entry point, not 0");
+  const auto call = reinterpret_cast<AotEntry>(entry);
+  std::vector<const void*> inputs;
+  for (const ReadOnlyArray& a : in) inputs.push_back(a.data());
+  std::vector<void*> outputs;
+  for (const HostArray& a : out) outputs.push_back(a.data());
+  nb::gil_scoped_release release;
+  int status = call(inputs.data(), outputs.data(), scratch.data());
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls && status == 0; ++n) {
+    status = call(inputs.data(), outputs.data(), scratch.data());
+  }
+  const double seconds = seconds_since(start);
+  if (status != 0) {
+    throw std::runtime_error("the exported entry point returned status " +
+                             std::to_string(status));
+  }
+  return seconds;
+}
+
+/// Seconds for `calls` evaluations of sin3, `out = sin(x) * 2` on three floats, written
+/// by hand: the C loop that an exported object is compared with.
+double sin3_by_hand_loop(const ReadOnlyArray& x, const HostArray& out, size_t calls) {
+  require(x.nbytes() == 3 * sizeof(float) && out.nbytes() == 3 * sizeof(float), "x, out",
+          "are float32[3]");
+  const auto* in = static_cast<const float*>(x.data());
+  auto* result = static_cast<float*>(out.data());
+  nb::gil_scoped_release release;
+  const auto start = Clock::now();
+  for (size_t n = 0; n < calls; ++n) {
+    for (int i = 0; i < 3; ++i) result[i] = std::sin(in[i]) * 2.0f;
+    // Keeps the compiler from computing the loop once: each call reads x again.
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   return seconds_since(start);
@@ -484,6 +531,8 @@ NB_MODULE(_benchmark, m) {
   m.def("execute_batch_loop", &execute_batch_loop, "handle"_a, "inputs"_a, "outputs"_a,
         "points"_a, "calls"_a);
   m.def("memcpy_loop", &memcpy_loop, "source"_a, "target"_a, "calls"_a);
+  m.def("aot_loop", &aot_loop, "entry"_a, "inputs"_a, "outputs"_a, "scratch"_a, "calls"_a);
+  m.def("sin3_by_hand_loop", &sin3_by_hand_loop, "x"_a, "out"_a, "calls"_a);
   m.def("execute_threads", &execute_threads, "handle"_a, "inputs"_a, "outputs"_a, "calls"_a,
         "threads"_a);
   // A test hook (tests/test_native_api.py), not part of the benchmark: hence the underscore,

@@ -33,6 +33,7 @@ __all__ = [
     "Path",
     "Setup",
     "TailLoop",
+    "Unavailable",
     "applies",
     "path",
     "setup",
@@ -96,6 +97,11 @@ class Path:
 
 
 PATHS: dict[str, Path] = {}
+
+
+class Unavailable(Exception):
+    """A path that cannot run here (what it needs is not installed, or the program does
+    not qualify): left out of the table, with this reason."""
 
 
 def path(
@@ -238,6 +244,38 @@ def _jax_jit_device(s: Setup) -> Loop:
     jitted = jax.jit(s.program.function)
     on_device = [jax.device_put(a) for a in s.inputs]
     return timed(lambda: jax.block_until_ready(jitted(*on_device)))
+
+
+def _aot_loop(s: Setup, target: str) -> Loop:
+    """Calls of the program exported by export_aot for `target`, from a C++ loop."""
+    import ctypes
+    import tempfile
+
+    from cyxla import _aot, _errors
+
+    directory = tempfile.mkdtemp(prefix="cyxla-bench-aot-")
+    try:
+        library = _aot.export_aot(s.executable.program, directory, name="bench", target=target)
+    except (_aot.AotToolchainError, _errors.UnsupportedProgramError) as error:
+        raise Unavailable(str(error).splitlines()[0]) from None
+    entry = ctypes.cast(ctypes.CDLL(str(library.shared_library)).bench, ctypes.c_void_p).value
+    scratch = zeros(max(1, library.scratch_bytes), np.uint8)
+    return lambda n: _benchmark.aot_loop(entry, s.aligned_inputs, s.outputs, scratch, n)
+
+
+@path("aot", "export_aot: kernels called from C, generic CPU (the aot extra)")
+def _aot(s: Setup) -> Loop:
+    return _aot_loop(s, "generic")
+
+
+@path("aot_host", "export_aot: kernels called from C, this machine's CPU (the aot extra)")
+def _aot_host(s: Setup) -> Loop:
+    return _aot_loop(s, "host")
+
+
+@path("c_by_hand", "sin(x) * 2 written by hand in C++", programs=("sin3",))
+def _c_by_hand(s: Setup) -> Loop:
+    return lambda n: _benchmark.sin3_by_hand_loop(s.aligned_inputs[0], s.outputs[0], n)
 
 
 @path("memcpy", "memcpy of the output's bytes (the machine's limit)", programs=("ew1m",))

@@ -91,8 +91,13 @@ def measure(
         chosen = [p for p in chosen if p.name != "threads"]
     timings: dict[str, rounds.Timing] = {}
     tails: dict[str, paths.TailLoop] = {}
-    for path in chosen:
-        loop = path.make(setup)
+    for path in list(chosen):
+        try:
+            loop = path.make(setup)
+        except paths.Unavailable as reason:
+            print(f"bench: {program.key}: {path.name} left out: {reason}", file=sys.stderr)
+            chosen.remove(path)
+            continue
         if isinstance(loop, paths.TailLoop):
             tails[path.name] = loop
         if args.clock == "cpu":

@@ -1,6 +1,8 @@
 """`python -m cyxla export MODULE:FUNCTION --arg f32[16,64] ... -o model.cyxla`: lower a
 function of an importable module at the given argument specs and save it as a program
-file (`Program.save`), for `load_program` or the C and C++ loaders."""
+file (`Program.save`), for `load_program` or the C and C++ loaders. With `--aot`, compile
+it (or a program file) ahead of time into a C header, object and library instead
+(`export_aot`)."""
 
 from __future__ import annotations
 
@@ -10,15 +12,18 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
 from cyxla._dtypes import SUPPORTED_DTYPES, ElementType, dtype_of
+from cyxla._errors import InvalidArgumentError, ProgramFileError, UnsupportedProgramError
 from cyxla._lowering import lower
+from cyxla._program import Program, load_program
 
-__all__ = ["add_arguments", "main", "parse_spec", "parse_target"]
+__all__ = ["add_arguments", "main", "parse_source", "parse_spec", "parse_target"]
 
 #: Every dtype spelling `--arg` takes: the element type's name in lower case ("f32",
 #: "bf16", "pred"), "i8" to "i64" for the signed ones, and NumPy's names ("float32").
@@ -61,12 +66,20 @@ def parse_target(text: str) -> tuple[str, str]:
     return module, function
 
 
+def parse_source(text: str) -> tuple[str, str] | Path:
+    """A program file that exists, or `package.module:function`."""
+    if ":" not in text and Path(text).is_file():
+        return Path(text)
+    return parse_target(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
-        type=parse_target,
+        type=parse_source,
         metavar="MODULE:FUNCTION",
-        help="the function to export, imported from an importable module",
+        help="the function to export, imported from an importable module (with --aot, a "
+        "program file too)",
     )
     parser.add_argument(
         "--arg",
@@ -86,7 +99,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a custom-call target the function calls beyond those cyxla trusts",
     )
     parser.add_argument(
-        "-o", "--output", required=True, help="the program file to write, e.g. model.cyxla"
+        "-o",
+        "--output",
+        required=True,
+        help="the program file to write, e.g. model.cyxla; with --aot, the directory",
+    )
+    parser.add_argument(
+        "--aot",
+        action="store_true",
+        help="compile ahead of time into NAME.h, NAME.o and libNAME.so, which need libc "
+        'and libm alone (needs the aot extra: pip install "cyxla[aot]")',
+    )
+    parser.add_argument(
+        "--name", help="with --aot: the entry point's name (default: the function's name)"
+    )
+    parser.add_argument(
+        "--target",
+        dest="target_cpu",
+        default="generic",
+        metavar="CPU",
+        help="with --aot: generic (any CPU of the architecture, the default), host (this "
+        "machine's: faster, may not run on older CPUs) or an LLVM CPU name, e.g. znver3",
     )
 
 
@@ -106,7 +139,40 @@ def _function(module_name: str, path: str) -> Callable[..., Any]:
     return found
 
 
+def _export_aot(program: Program, args: argparse.Namespace) -> int:
+    from cyxla._aot import AotToolchainError, export_aot
+
+    try:
+        library = export_aot(program, args.output, name=args.name, target=args.target_cpu)
+    except (AotToolchainError, UnsupportedProgramError, InvalidArgumentError) as error:
+        print(f"cyxla export: {error}", file=sys.stderr)
+        return 1
+    taken = ", ".join(map(str, program.inputs))
+    print(
+        f"wrote {library.header}, {library.object_file.name} and "
+        f"{library.shared_library.name}: {library.name}({taken}) for the {library.target_cpu} CPU"
+    )
+    print(
+        f"  outputs: {', '.join(map(str, program.outputs))}; scratch: {library.scratch_bytes} bytes"
+    )
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
+    if isinstance(args.target, Path):
+        if not args.aot:
+            print(
+                f"cyxla export: {args.target} is a program file already; --aot compiles one "
+                "ahead of time",
+                file=sys.stderr,
+            )
+            return 2
+        try:
+            program = load_program(args.target)
+        except (OSError, ProgramFileError) as error:
+            print(f"cyxla export: {error}", file=sys.stderr)
+            return 1
+        return _export_aot(program, args)
     module_name, path = args.target
     where = f"{module_name}:{path}"
     try:
@@ -127,6 +193,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         program = lower(function, args.args, custom_calls=args.custom_calls)
+        if args.aot:
+            return _export_aot(program, args)
         program.save(args.output)
     except Exception as error:  # tracing, lowering or writing: the user's to fix
         print(f"cyxla export: {where} at {_specs(args.args)}: {error}", file=sys.stderr)

@@ -1,0 +1,167 @@
+"""A program's StableHLO compiled ahead of time by tfcompile, XLA's AOT compiler as the
+tensorflow-cpu wheel ships it (the optional `aot` extra).
+
+The StableHLO goes into one `XlaCallModule` op, fed by a placeholder per parameter, as
+jax2tf's native serialization does: nothing is traced again, so a program read from a
+file compiles as one fresh from `lower`. tfcompile writes the kernels into an object
+file, their constants into another, and the plan that calls them into a C++ header.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cyxla._errors import UnsupportedProgramError
+from cyxla._program import Program, TensorSpec
+
+__all__ = ["TESTED_TENSORFLOW", "AotToolchainError", "Compiled", "compile_program", "tensorflow"]
+
+#: The tensorflow-cpu releases whose tfcompile output and kernel ABI this cyxla reads
+#: (the `aot` extra pins the same range).
+TESTED_TENSORFLOW = ("2.21",)
+#: The XlaCallModule version of the op: a module whose main takes the parameters alone.
+_CALL_MODULE_VERSION = 9
+
+
+class AotToolchainError(RuntimeError):
+    """What `export_aot` needs at export time is missing or of an untested version:
+    tensorflow-cpu (`pip install "cyxla[aot]"`), or a C compiler."""
+
+
+def tensorflow() -> Any:
+    """TensorFlow, imported once the tested version is known to be installed."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("tensorflow-cpu")
+    except metadata.PackageNotFoundError:
+        try:
+            version = metadata.version("tensorflow")
+        except metadata.PackageNotFoundError:
+            raise AotToolchainError(
+                'export_aot needs tensorflow-cpu, for its AOT compiler: pip install "cyxla[aot]"'
+            ) from None
+    if not version.startswith(tuple(v + "." for v in TESTED_TENSORFLOW)):
+        raise AotToolchainError(
+            f"export_aot reads the output of tensorflow-cpu {', '.join(TESTED_TENSORFLOW)}.x, "
+            f"and {version} is installed: its kernel ABI and generated code may differ. "
+            'Install the tested one: pip install "cyxla[aot]"'
+        )
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter
+    import tensorflow as tf
+
+    return tf
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """tfcompile's files for one program."""
+
+    kernels: Path  # the object file of the kernels
+    constants: Path  # the object file of the constants' contents
+    header: str  # the C++ header, read as the plan of kernel calls
+
+
+def _parameters(program: Program) -> tuple[TensorSpec, ...]:
+    """The module's parameters: the inputs, then one per output written in place."""
+    return program.inputs + tuple(program.outputs[j] for j in program.donated_outputs)
+
+
+def target_triple() -> str:
+    machine = platform.machine().lower()
+    if platform.system() != "Linux" or machine not in ("x86_64", "aarch64"):
+        raise AotToolchainError(
+            f"export_aot compiles for Linux on x86-64 or AArch64, not {platform.system()} "
+            f"on {platform.machine()}"
+        )
+    return f"{machine}-pc-linux" if machine == "x86_64" else "aarch64-unknown-linux-gnu"
+
+
+def _write_graph(tf: Any, program: Program, directory: Path) -> tuple[Path, Path]:
+    from google.protobuf import text_format
+    from tensorflow.compiler.tf2xla import tf2xla_pb2
+    from tensorflow.compiler.tf2xla.python import xla as tfxla
+
+    parameters = _parameters(program)
+    graph = tf.Graph()
+    with graph.as_default():
+        feeds = [
+            tf.compat.v1.placeholder(tf.as_dtype(s.dtype), s.shape, name=f"parameter_{i}")
+            for i, s in enumerate(parameters)
+        ]
+        results = tfxla.call_module(
+            feeds,
+            version=_CALL_MODULE_VERSION,
+            module=program.stablehlo,
+            Tout=[tf.as_dtype(s.dtype) for s in program.outputs],
+            Sout=[s.shape for s in program.outputs],
+            platforms=["CPU"],
+        )
+        fetches = [tf.identity(r, name=f"result_{j}") for j, r in enumerate(results)]
+    config = tf2xla_pb2.Config()
+    for i, (tensor, spec) in enumerate(zip(feeds, parameters, strict=True)):
+        config.feed.append(
+            tf2xla_pb2.Feed(
+                id=tf2xla_pb2.TensorId(node_name=tensor.op.name),
+                name=f"parameter_{i}",
+                type=tensor.dtype.as_datatype_enum,
+                shape=tf.TensorShape(spec.shape).as_proto(),
+            )
+        )
+    for j, (tensor, spec) in enumerate(zip(fetches, program.outputs, strict=True)):
+        config.fetch.append(
+            tf2xla_pb2.Fetch(
+                id=tf2xla_pb2.TensorId(node_name=tensor.op.name),
+                name=f"result_{j}",
+                type=tensor.dtype.as_datatype_enum,
+                shape=tf.TensorShape(spec.shape).as_proto(),
+            )
+        )
+    graph_path, config_path = directory / "graph.pb", directory / "config.pbtxt"
+    graph_path.write_bytes(graph.as_graph_def().SerializeToString())
+    config_path.write_text(text_format.MessageToString(config))
+    return graph_path, config_path
+
+
+def compile_program(program: Program, name: str, target_cpu: str, directory: Path) -> Compiled:
+    """tfcompile's kernels, constants and header for `program`, written under `directory`.
+
+    `target_cpu` is LLVM's CPU name ("" for the generic CPU of the architecture).
+    Raises UnsupportedProgramError when tfcompile refuses the program, and
+    AotToolchainError when TensorFlow is missing or of an untested version.
+    """
+    tf = tensorflow()
+    from tensorflow.python import _pywrap_tfcompile
+
+    graph, config = _write_graph(tf, program, directory)
+    kernels, constants = directory / "kernels.o", directory / "constants.o"
+    header = directory / "tfcompile.h"
+    # The class and entry names prefix the kernels' symbols: the program's own name keeps
+    # two exported programs linkable into one binary.
+    try:
+        _pywrap_tfcompile.Compile(
+            graph=str(graph),
+            config=str(config),
+            cpp_class=f"cyxla_aot_{name}",
+            target_triple=target_triple(),
+            target_cpu=target_cpu,
+            target_features="",
+            entry_point=f"cyxla_aot_{name}_entry",
+            out_function_object=str(kernels),
+            out_header=str(header),
+            out_metadata_object=str(directory / "metadata.o"),
+            out_constant_buffers_object=str(constants),
+            gen_name_to_index=True,
+            gen_program_shape=False,
+        )
+    except Exception as error:  # tfcompile raises its status as a plain exception
+        message = re.sub(r"\s+", " ", str(error)).strip()
+        raise UnsupportedProgramError(
+            f"export_aot: tfcompile could not compile {program.name}: {message}"
+        ) from None
+    return Compiled(kernels, constants, header.read_text())
