@@ -89,13 +89,16 @@ def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
-def run_cyxla(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Runs `python -m cyxla ARGS` in a fresh interpreter."""
+def run_cyxla(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs `python -m cyxla ARGS` in a fresh interpreter (in `cwd`, if given)."""
     return subprocess.run(
         [sys.executable, "-m", "cyxla", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
         timeout=300,
     )
 

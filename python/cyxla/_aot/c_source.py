@@ -224,12 +224,21 @@ def source_text(
         *(f"extern const char {symbol}[];" for symbol in plan.constant_symbols),
         *(f"#define _constant_{k} {symbol}" for k, symbol in enumerate(plan.constant_symbols)),
         "",
-        "static int _overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {",
-        "  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;",
-        "  return x < y + b_bytes && y < x + a_bytes;",
-        "}",
-        "",
+    ]
+    overlaps = _overlap_lines(prefix, [s.nbytes for s in inputs], [s.nbytes for s in outputs])
+    if overlaps:
+        lines += [
+            "static int _overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {",
+            "  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;",
+            "  return x < y + b_bytes && y < x + a_bytes;",
+            "}",
+            "",
+        ]
+    lines += [
         f"int {name}(const void* const* inputs, void* const* outputs, void* scratch) {{",
+        # Kept quiet where a program has no inputs, outputs or scratch to use.
+        "  (void)inputs;",
+        "  (void)outputs;",
         *_check_lines(prefix, "inputs", len(inputs), [s.nbytes for s in inputs]),
         *_check_lines(prefix, "outputs", len(outputs), [s.nbytes for s in outputs]),
     ]
@@ -240,7 +249,7 @@ def source_text(
         ]
     else:
         lines.append("  (void)scratch;")
-    lines += _overlap_lines(prefix, [s.nbytes for s in inputs], [s.nbytes for s in outputs])
+    lines += overlaps
     lines.append(f"  void* const buffers[{max(len(layout.pointers), 1)}] = {{")
     lines += [f"      {pointer}," for pointer in layout.pointers] or ["      0,"]
     lines.append("  };")

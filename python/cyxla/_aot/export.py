@@ -199,8 +199,9 @@ def export_aot(
 
     Raises:
         UnsupportedProgramError: the program needs more than kernel calls (a sort, a
-            loop or conditional XLA does not unroll, a large dot, a custom call), was
-            lowered for another platform than the CPU, or tfcompile refused it.
+            loop or conditional XLA does not unroll, a large dot, a custom call), takes
+            or returns complex numbers, was lowered for another platform than the CPU,
+            or tfcompile refused it.
         InvalidArgumentError: `name` or `target` is not one.
         AotToolchainError: tensorflow-cpu is missing or untested, or the C compiler failed.
     """
@@ -211,6 +212,13 @@ def export_aot(
         raise UnsupportedProgramError(
             f"export_aot: {program.name} was lowered for {program.platform}; AOT objects run "
             "on the CPU: lower it with platform='cpu'"
+        )
+    complex_specs = [str(s) for s in program.inputs + program.outputs if s.dtype.kind == "c"]
+    if complex_specs:
+        raise UnsupportedProgramError(
+            f"export_aot: {program.name} takes or returns complex numbers "
+            f"({', '.join(complex_specs)}), which tfcompile has no C type for: pass real and "
+            "imaginary parts as separate float arrays"
         )
     if program.custom_calls:
         raise UnsupportedProgramError(

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,9 @@ __all__ = ["TESTED_TENSORFLOW", "AotToolchainError", "Compiled", "compile_progra
 TESTED_TENSORFLOW = ("2.21",)
 #: The XlaCallModule version of the op: a module whose main takes the parameters alone.
 _CALL_MODULE_VERSION = 9
+#: XLA's options for tfcompile where TensorFlow's defaults differ from what JAX compiles
+#: with: max and min propagate NaN, as jax.jit's do (TensorFlow's XLA drops it).
+_XLA_FLAGS = "--xla_cpu_enable_fast_min_max=false"
 
 
 class AotToolchainError(RuntimeError):
@@ -128,6 +133,22 @@ def _write_graph(tf: Any, program: Program, directory: Path) -> tuple[Path, Path
     return graph_path, config_path
 
 
+@contextmanager
+def _tfcompile_flags() -> Iterator[None]:
+    """XLA_FLAGS set to cyxla's options for tfcompile, and put back after. TensorFlow's XLA
+    reads them once, at its first compile in the process; the caller's own XLA_FLAGS are
+    meant for JAX and the plugin, whose XLA may know flags this one does not."""
+    before = os.environ.get("XLA_FLAGS")
+    os.environ["XLA_FLAGS"] = _XLA_FLAGS
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["XLA_FLAGS"]
+        else:
+            os.environ["XLA_FLAGS"] = before
+
+
 def compile_program(program: Program, name: str, target_cpu: str, directory: Path) -> Compiled:
     """tfcompile's kernels, constants and header for `program`, written under `directory`.
 
@@ -144,21 +165,22 @@ def compile_program(program: Program, name: str, target_cpu: str, directory: Pat
     # The class and entry names prefix the kernels' symbols: the program's own name keeps
     # two exported programs linkable into one binary.
     try:
-        _pywrap_tfcompile.Compile(
-            graph=str(graph),
-            config=str(config),
-            cpp_class=f"cyxla_aot_{name}",
-            target_triple=target_triple(),
-            target_cpu=target_cpu,
-            target_features="",
-            entry_point=f"cyxla_aot_{name}_entry",
-            out_function_object=str(kernels),
-            out_header=str(header),
-            out_metadata_object=str(directory / "metadata.o"),
-            out_constant_buffers_object=str(constants),
-            gen_name_to_index=True,
-            gen_program_shape=False,
-        )
+        with _tfcompile_flags():
+            _pywrap_tfcompile.Compile(
+                graph=str(graph),
+                config=str(config),
+                cpp_class=f"cyxla_aot_{name}",
+                target_triple=target_triple(),
+                target_cpu=target_cpu,
+                target_features="",
+                entry_point=f"cyxla_aot_{name}_entry",
+                out_function_object=str(kernels),
+                out_header=str(header),
+                out_metadata_object=str(directory / "metadata.o"),
+                out_constant_buffers_object=str(constants),
+                gen_name_to_index=True,
+                gen_program_shape=False,
+            )
     except Exception as error:  # tfcompile raises its status as a plain exception
         message = re.sub(r"\s+", " ", str(error)).strip()
         raise UnsupportedProgramError(
