@@ -5,6 +5,7 @@ thresholds: the figures are measured, not tested."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import math
@@ -28,12 +29,22 @@ from support import run_cyxla
 QUICK = ("--rounds", "3", "--threads", "2", "--sample-ms", "1")
 
 
+#: The paths of export_aot: timed where the aot extra is installed and the program
+#: qualifies (matmul100's dot needs XLA's runtime), left out with the reason elsewhere.
+AOT_PATHS = ("aot", "aot_host")
+AOT_INSTALLED = importlib.util.find_spec("tensorflow") is not None
+
+
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
     """Every program and path, once, with the plot drawn beside."""
     picture = tmp_path_factory.mktemp("bench") / "bench.png"
     result = run_cyxla("bench", *QUICK, "--json", "--plot", str(picture))
     assert result.returncode == 0, result.stderr
+    for key in ("sin3", "matmul100", "mlp64", "ew1m"):
+        left_out = not AOT_INSTALLED or key == "matmul100"
+        for name in AOT_PATHS:
+            assert (f"bench: {key}: {name} left out: " in result.stderr) == left_out, key
     return json.loads(result.stdout), picture
 
 
@@ -51,6 +62,8 @@ def test_bench_reports_every_path_of_every_program(full_run: tuple[dict[str, Any
         )
         bench_program = next(p for p in programs.PROGRAMS if p.key == key)
         expected = [p.name for p in paths.PATHS.values() if paths.applies(p, bench_program)]
+        if not AOT_INSTALLED or key == "matmul100":
+            expected = [name for name in expected if name not in AOT_PATHS]
         assert ("memcpy" in expected) == (key == "ew1m")
         assert [
             p for p in program if isinstance(program[p], dict) and "median_ns" in program[p]

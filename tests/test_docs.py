@@ -43,7 +43,12 @@ SHOWN_FILE: re.Pattern[str] = _site_hook().SHOWN_FILE
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NATIVE_GUIDE = DOCS / "guide" / "native.md"
 # The pages whose sources the tests build, with the bash block of the page that names each.
-BUILT_PAGES = (DOCS / "quickstart.md", NATIVE_GUIDE, DOCS / "guide" / "custom-calls.md")
+BUILT_PAGES = (
+    DOCS / "quickstart.md",
+    NATIVE_GUIDE,
+    DOCS / "guide" / "custom-calls.md",
+    DOCS / "guide" / "aot.md",
+)
 
 
 def sources(page: Path) -> dict[str, str]:
