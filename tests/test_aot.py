@@ -398,8 +398,9 @@ def test_a_header_of_another_form_is_refused(tmp_path: Path) -> None:
         ("RngStateDeltas() {", "Deltas() {"),
     ]:
         assert old in compiled.header
-        with pytest.raises(kernel_plan.UnknownHeaderError):
+        with pytest.raises(kernel_plan.UnknownHeaderError) as caught:
             kernel_plan.read_plan(compiled.header.replace(old, new, 1), "probe")
+        assert isinstance(caught.value, cx.AotToolchainError)
 
 
 # ------------------------------------------------------------------ the command line

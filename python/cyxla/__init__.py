@@ -26,6 +26,7 @@ from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
 from cyxla._dtypes import ElementType
 from cyxla._errors import (
     AbiVersionError,
+    AotToolchainError,
     BusyError,
     CompileError,
     DtypeError,
@@ -49,7 +50,7 @@ from cyxla._program import Program, TensorSpec, load_program
 from cyxla._version import __version__
 
 if TYPE_CHECKING:
-    from cyxla._aot import AotLibrary, AotToolchainError, export_aot
+    from cyxla._aot import AotLibrary, export_aot
     from cyxla._batched_lowering import lower_batched
     from cyxla._cache.keys import cache_key
     from cyxla._dtypes import SUPPORTED_DTYPES
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
 #: called). Such a process never imports JAX.
 _IMPORTED_ON_USE = {
     "AotLibrary": "cyxla._aot",
-    "AotToolchainError": "cyxla._aot",
     "ProgramFileVerdict": "cyxla._verification",
     "SUPPORTED_DTYPES": "cyxla._dtypes",
     "cache_key": "cyxla._cache.keys",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "AbiVersionError",
+    "AotToolchainError",
     "BusyError",
     "CompileError",
     "DtypeError",
@@ -91,6 +92,11 @@ class DtypeError(TypeError):
 
 class BusyError(RuntimeError):
     """A bound call was called while another thread was in a call of it."""
+
+
+class AotToolchainError(RuntimeError):
+    """What `export_aot` needs at export time is missing or not the version cyxla reads:
+    tensorflow-cpu (`pip install "cyxla[aot]"`), or a C compiler."""
 
 
 class AbiVersionError(ImportError):

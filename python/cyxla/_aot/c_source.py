@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cyxla._aot import kernel_plan
 from cyxla._aot.kernel_plan import KernelPlan
 from cyxla._program import TensorSpec
 
@@ -49,6 +50,11 @@ def layout_of(plan: KernelPlan, inputs: int, donated_outputs: tuple[int, ...]) -
     """The plan's buffers placed: entry parameters at the inputs (and the parameters a
     program adds for its donated outputs at those outputs), results at the outputs, the
     constants at their contents, and every other buffer a kernel uses in scratch memory."""
+    if len(plan.parameter_buffers) != inputs + len(donated_outputs):
+        raise kernel_plan.UnknownHeaderError(
+            f"tfcompile compiled {len(plan.parameter_buffers)} parameters, not the program's "
+            f"{inputs} inputs and {len(donated_outputs)} outputs written in place"
+        )
     used = {arg.buffer for call in plan.calls for arg in call.args}
     pointers: list[str | None] = [None] * len(plan.buffers)
     constant = 0

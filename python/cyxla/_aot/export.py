@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cyxla._aot import c_source, kernel_plan, tfcompile
-from cyxla._errors import InvalidArgumentError, UnsupportedProgramError
+from cyxla._errors import AotToolchainError, InvalidArgumentError, UnsupportedProgramError
 from cyxla._program import Program, load_program
 from cyxla._version import __version__
 
@@ -106,7 +106,7 @@ def _default_name(program: Program) -> str:
 def _compiler() -> str:
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not compiler:
-        raise tfcompile.AotToolchainError(
+        raise AotToolchainError(
             "export_aot needs a C compiler (cc, or the one $CC names) to build the library"
         )
     return compiler
@@ -115,25 +115,23 @@ def _compiler() -> str:
 def _run(command: list[str], what: str) -> str:
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise tfcompile.AotToolchainError(
+        raise AotToolchainError(
             f"export_aot: {what} failed ({' '.join(command)}):\n{result.stderr.strip()}"
         )
     return result.stdout + result.stderr
 
 
 def host_cpu(compiler: str) -> str:
-    """LLVM's name of this machine's CPU, as the C compiler resolves -march=native."""
-    found = re.search(
-        r"-march=\s+(\S+)",
-        _run([compiler, "-march=native", "-Q", "--help=target"], "asking the compiler for the CPU")
-        if "clang" not in Path(compiler).name
-        else "",
-    ) or re.search(
-        r'"-target-cpu" "([^"]+)"',
-        _run([compiler, "-march=native", "-###", "-x", "c", "-c", "/dev/null"], "asking clang"),
-    )
+    """LLVM's name of this machine's CPU, as the C compiler resolves -march=native: GCC
+    says it with -Q --help=target, clang in the command lines -### prints."""
+    if "clang" in Path(compiler).name:
+        said = _run([compiler, "-march=native", "-###", "-x", "c", "-c", "/dev/null"], "clang")
+        found = re.search(r'"-target-cpu" "([^"]+)"', said)
+    else:
+        said = _run([compiler, "-march=native", "-Q", "--help=target"], "asking for the CPU")
+        found = re.search(r"-march=\s+(\S+)", said)
     if found is None:
-        raise tfcompile.AotToolchainError(
+        raise AotToolchainError(
             f'export_aot: {compiler} did not say which CPU this is; name it: target="znver3"'
         )
     return found.group(1)
@@ -159,14 +157,14 @@ def _check_kernel_abi() -> None:
     try:
         text = path.read_text()
     except OSError as error:
-        raise tfcompile.AotToolchainError(
+        raise AotToolchainError(
             f"export_aot: TensorFlow's kernel ABI header is missing ({error})"
         ) from None
     code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
     code = re.sub(r"\s+", " ", code)
     missing = [part for part in _KERNEL_ABI if part not in code]
     if missing:
-        raise tfcompile.AotToolchainError(
+        raise AotToolchainError(
             f"export_aot: TensorFlow {tf.__version__}'s kernel ABI ({path}) is not the one "
             f"this cyxla knows; it lacks: {missing[0]}"
         )
@@ -203,7 +201,8 @@ def export_aot(
             or returns complex numbers, was lowered for another platform than the CPU,
             or tfcompile refused it.
         InvalidArgumentError: `name` or `target` is not one.
-        AotToolchainError: tensorflow-cpu is missing or untested, or the C compiler failed.
+        AotToolchainError: tensorflow-cpu is missing or untested, what its tfcompile wrote
+            is not in the form cyxla reads, or the C compiler failed.
     """
     if not isinstance(program, Program):
         program = load_program(program)

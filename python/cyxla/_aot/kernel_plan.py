@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cyxla._errors import UnsupportedProgramError
+from cyxla._errors import AotToolchainError, UnsupportedProgramError
 
 __all__ = ["Buffer", "KernelArg", "KernelCall", "KernelPlan", "UnknownHeaderError", "read_plan"]
 
 
-class UnknownHeaderError(RuntimeError):
-    """tfcompile's header is not in the form this cyxla reads."""
+class UnknownHeaderError(AotToolchainError):
+    """tfcompile's header is not in the form this cyxla reads: another TensorFlow."""
 
 
 #: BufferAllocationInfo::Kind, packed into the low two bits of an encoded buffer's size.
@@ -189,6 +189,10 @@ def read_plan(header: str, program: str) -> KernelPlan:
         raise UnknownHeaderError("tfcompile's header names constants for other buffers")
     if any(b >= len(buffers) for b in parameters + results):
         raise UnknownHeaderError("tfcompile's header maps arguments to buffers it lacks")
+    if any(b.parameter is not None and b.result is not None for b in buffers):
+        # XlaCallModule drops the module's aliasing: a result written over a parameter
+        # (the caller's input) is not what this cyxla expects tfcompile to make.
+        raise UnknownHeaderError("tfcompile's header writes a result over a parameter")
     calls = _calls(header, program)
     for call in calls:
         for arg in call.args:

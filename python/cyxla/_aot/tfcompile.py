@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cyxla._errors import UnsupportedProgramError
+from cyxla._errors import AotToolchainError, UnsupportedProgramError
 from cyxla._program import Program, TensorSpec
 
-__all__ = ["TESTED_TENSORFLOW", "AotToolchainError", "Compiled", "compile_program", "tensorflow"]
+__all__ = ["TESTED_TENSORFLOW", "Compiled", "compile_program", "tensorflow"]
 
 #: The tensorflow-cpu releases whose tfcompile output and kernel ABI this cyxla reads
 #: (the `aot` extra pins the same range).
@@ -31,11 +31,6 @@ _CALL_MODULE_VERSION = 9
 #: XLA's options for tfcompile where TensorFlow's defaults differ from what JAX compiles
 #: with: max and min propagate NaN, as jax.jit's do (TensorFlow's XLA drops it).
 _XLA_FLAGS = "--xla_cpu_enable_fast_min_max=false"
-
-
-class AotToolchainError(RuntimeError):
-    """What `export_aot` needs at export time is missing or of an untested version:
-    tensorflow-cpu (`pip install "cyxla[aot]"`), or a C compiler."""
 
 
 def tensorflow() -> Any:
@@ -57,7 +52,6 @@ def tensorflow() -> Any:
             f"and {version} is installed: its kernel ABI and generated code may differ. "
             'Install the tested one: pip install "cyxla[aot]"'
         )
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter
     import tensorflow as tf
 
     return tf

@@ -256,7 +256,7 @@ def _aot_loop(s: Setup, target: str) -> Loop:
     directory = tempfile.mkdtemp(prefix="cyxla-bench-aot-")
     try:
         library = _aot.export_aot(s.executable.program, directory, name="bench", target=target)
-    except (_aot.AotToolchainError, _errors.UnsupportedProgramError) as error:
+    except (_errors.AotToolchainError, _errors.UnsupportedProgramError) as error:
         raise Unavailable(str(error).splitlines()[0]) from None
     entry = ctypes.cast(ctypes.CDLL(str(library.shared_library)).bench, ctypes.c_void_p).value
     scratch = zeros(max(1, library.scratch_bytes), np.uint8)

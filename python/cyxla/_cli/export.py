@@ -19,7 +19,12 @@ import jax
 import numpy as np
 
 from cyxla._dtypes import SUPPORTED_DTYPES, ElementType, dtype_of
-from cyxla._errors import InvalidArgumentError, ProgramFileError, UnsupportedProgramError
+from cyxla._errors import (
+    AotToolchainError,
+    InvalidArgumentError,
+    ProgramFileError,
+    UnsupportedProgramError,
+)
 from cyxla._lowering import lower
 from cyxla._program import Program, load_program
 
@@ -140,7 +145,7 @@ def _function(module_name: str, path: str) -> Callable[..., Any]:
 
 
 def _export_aot(program: Program, args: argparse.Namespace) -> int:
-    from cyxla._aot import AotToolchainError, export_aot
+    from cyxla._aot import export_aot
 
     try:
         library = export_aot(program, args.output, name=args.name, target=args.target_cpu)
