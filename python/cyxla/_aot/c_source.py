@@ -61,7 +61,7 @@ def layout_of(plan: KernelPlan, inputs: int, donated_outputs: tuple[int, ...]) -
     for b, buffer in enumerate(plan.buffers):
         if buffer.kind == "constant":
             # The contents hold an 8-byte size, then the data from 64 bytes in.
-            pointers[b] = f"(void*)(_constant_{constant} + 64)"
+            pointers[b] = f"(void*)(aot_constant_{constant} + 64)"
             constant += 1
     for p, b in enumerate(plan.parameter_buffers):
         if p < inputs:
@@ -122,7 +122,9 @@ def header_text(
         for code, (status, meaning) in enumerate(STATUSES)
     ]
     lines = [
-        f"/* {name}: the program {program!r} compiled ahead of time by {generator}.",
+        # A name could close the comment: its "*/" is broken up.
+        f"/* {name}: the program {program.replace('*/', '* /')!r} compiled ahead of time by "
+        f"{generator}.",
         f" * Target CPU: {target}. Needs libc and libm at run time, nothing else.",
         " *",
         f" *     int status = {name}(inputs, outputs, scratch);",
@@ -193,7 +195,7 @@ def _overlap_lines(prefix: str, inputs: list[int], outputs: list[int]) -> list[s
         others += [("outputs", k, s) for k, s in enumerate(outputs) if s and k < j]
         for kind, i, other in others:
             lines.append(
-                f"  if (_overlap(outputs[{j}], {size}, {kind}[{i}], {other})) "
+                f"  if (aot_overlap(outputs[{j}], {size}, {kind}[{i}], {other})) "
                 f"return {prefix}_ERROR_OVERLAP;"
             )
     return lines
@@ -217,26 +219,26 @@ def source_text(
         "#include <string.h>",
         "",
         "/* XLA's CPU kernel ABI (kernel_c_api.h), field for field. */",
-        "typedef struct { uint64_t x, y, z; } _dims;",
-        "typedef struct { void* data; size_t size; } _arg;",
+        "typedef struct { uint64_t x, y, z; } aot_dims;",
+        "typedef struct { void* data; size_t size; } aot_arg;",
         "typedef struct {",
-        "  const _dims* num_workgroups;",
-        "  const _dims* workgroup_id;",
+        "  const aot_dims* num_workgroups;",
+        "  const aot_dims* workgroup_id;",
         "  size_t num_args;",
-        "  const _arg* args;",
-        "} _frame;",
+        "  const aot_arg* args;",
+        "} aot_frame;",
         "",
-        *(f"extern void* {symbol}(const _frame* frame);" for symbol in symbols),
+        *(f"extern void* {symbol}(const aot_frame* frame);" for symbol in symbols),
         *(f"extern const char {symbol}[];" for symbol in plan.constant_symbols),
-        *(f"#define _constant_{k} {symbol}" for k, symbol in enumerate(plan.constant_symbols)),
+        *(f"#define aot_constant_{k} {symbol}" for k, symbol in enumerate(plan.constant_symbols)),
         "",
     ]
     overlaps = _overlap_lines(prefix, [s.nbytes for s in inputs], [s.nbytes for s in outputs])
     if overlaps:
         lines += [
-            "static int _overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {",
+            "static int aot_overlap(const void* a, size_t a_size, const void* b, size_t b_size) {",
             "  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;",
-            "  return x < y + b_bytes && y < x + a_bytes;",
+            "  return x < y + b_size && y < x + a_size;",
             "}",
             "",
         ]
@@ -266,16 +268,18 @@ def source_text(
         x, y, z = call.workgroups
         lines += [
             "  {",
-            f"    const _arg args[{max(len(call.args), 1)}] = {{{args or '{0, 0}'}}};",
-            f"    const _dims count = {{{x}, {y}, {z}}};",
+            f"    const aot_arg args[{max(len(call.args), 1)}] = {{{args or '{0, 0}'}}};",
+            f"    const aot_dims count = {{{x}, {y}, {z}}};",
             f"    for (uint64_t k = 0; k < {x * y * z}; ++k) {{",
-            f"      const _dims id = {{k % {x}, k / {x} % {y}, k / {x * y}}};",
-            f"      const _frame frame = {{&count, &id, {len(call.args)}, args}};",
+            f"      const aot_dims id = {{k % {x}, k / {x} % {y}, k / {x * y}}};",
+            f"      const aot_frame frame = {{&count, &id, {len(call.args)}, args}};",
             f"      if ({call.symbol}(&frame) != 0) return {prefix}_ERROR_KERNEL;",
             "    }",
             "  }",
         ]
-    lines += [f"  memcpy(outputs[{j}], {source}, {size});" for j, source, size in layout.copies]
+    lines += [
+        f"  memcpy(outputs[{j}], {source}, {size});" for j, source, size in layout.copies if size
+    ]
     lines += [f"  return {prefix}_OK;", "}", ""]
     lines += [f"const char* {name}_status_text(int status) {{", "  switch (status) {"]
     lines += [f'    case {prefix}_{status}: return "{meaning}";' for status, meaning in STATUSES]
