@@ -121,7 +121,7 @@ def _run(command: list[str], what: str) -> str:
     return result.stdout + result.stderr
 
 
-def host_cpu(compiler: str) -> str:
+def _host_cpu(compiler: str) -> str:
     """LLVM's name of this machine's CPU, as the C compiler resolves -march=native: GCC
     says it with -Q --help=target, clang in the command lines -### prints."""
     if "clang" in Path(compiler).name:
@@ -141,7 +141,7 @@ def _target_cpu(target: str, compiler: str) -> str:
     if target == "generic":
         return ""
     if target == "host":
-        return host_cpu(compiler)
+        return _host_cpu(compiler)
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", target):
         raise InvalidArgumentError(
             f'export_aot: target is "generic", "host" or an LLVM CPU name such as '
@@ -210,7 +210,8 @@ def export_aot(
     if program.platform != "cpu":
         raise UnsupportedProgramError(
             f"export_aot: {program.name} was lowered for {program.platform}; AOT objects run "
-            "on the CPU: lower it with platform='cpu'"
+            "on the CPU: lower it in a process whose plugin is the CPU's "
+            "(cyxla.initialize(platform='cpu') before lower)"
         )
     complex_specs = [str(s) for s in program.inputs + program.outputs if s.dtype.kind == "c"]
     if complex_specs:
