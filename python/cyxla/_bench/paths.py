@@ -253,12 +253,14 @@ def _aot_loop(s: Setup, target: str) -> Loop:
 
     from cyxla import _aot, _errors
 
-    directory = tempfile.mkdtemp(prefix="cyxla-bench-aot-")
-    try:
-        library = _aot.export_aot(s.executable.program, directory, name="bench", target=target)
-    except (_errors.AotToolchainError, _errors.UnsupportedProgramError) as error:
-        raise Unavailable(str(error).splitlines()[0]) from None
-    entry = ctypes.cast(ctypes.CDLL(str(library.shared_library)).bench, ctypes.c_void_p).value
+    # The library stays mapped once loaded: its directory can go.
+    with tempfile.TemporaryDirectory(prefix="cyxla-bench-aot-") as directory:
+        try:
+            library = _aot.export_aot(s.executable.program, directory, name="bench", target=target)
+        except (_errors.AotToolchainError, _errors.UnsupportedProgramError) as error:
+            raise Unavailable(str(error).splitlines()[0]) from None
+        loaded = ctypes.CDLL(str(library.shared_library))
+    entry = ctypes.cast(loaded.bench, ctypes.c_void_p).value
     scratch = zeros(max(1, library.scratch_bytes), np.uint8)
     return lambda n: _benchmark.aot_loop(entry, s.aligned_inputs, s.outputs, scratch, n)
 
