@@ -57,6 +57,11 @@ QUALIFYING: dict[str, tuple[Callable[..., Any], list[jax.ShapeDtypeStruct]]] = {
     ),
     "scalar": (lambda a, x: a * x + jnp.cos(a), [spec(), spec(4)]),
     "fori_loop": (lambda x: jax.lax.fori_loop(0, 10, lambda i, v: v * 1.1 + i, x), [spec(8)]),
+    # A data-dependent loop, which XLA runs inside one kernel (each seed's values end it).
+    "while_loop": (
+        lambda x: jax.lax.while_loop(lambda v: v.sum() < 100, lambda v: v * 2 + 1, jnp.abs(x)),
+        [spec(4)],
+    ),
     "no_inputs": (lambda: jnp.arange(6, dtype=F32) * 0.5, []),
 }
 

@@ -197,9 +197,9 @@ def export_aot(
 
     Raises:
         UnsupportedProgramError: the program needs more than kernel calls (a sort, a
-            loop or conditional XLA does not unroll, a large dot, a custom call), takes
-            or returns complex numbers, was lowered for another platform than the CPU,
-            or tfcompile refused it.
+            loop or conditional XLA runs as a step of its own, a large dot, a custom
+            call), takes or returns complex numbers, was lowered for another platform
+            than the CPU, or tfcompile refused it.
         InvalidArgumentError: `name` or `target` is not one.
         AotToolchainError: tensorflow-cpu is missing or untested, what its tfcompile wrote
             is not in the form cyxla reads, or the C compiler failed.

@@ -131,7 +131,7 @@ def _calls(header: str, program: str) -> tuple[KernelCall, ...]:
             f"export_aot: {program} compiles to XLA runtime steps beyond kernel calls "
             f"({', '.join(k + ' thunk' for k in others)}), which need XLA's C++ runtime: "
             "only programs that compile to kernels alone can become plain C (sorts, "
-            "loops and conditionals XLA does not unroll, large dots, random number "
+            "loops and conditionals XLA runs as steps of their own, large dots, random number "
             "generation and custom calls cannot); run this one through a plugin instead"
         )
     blocks = re.split(r"\s*// Kernel Thunk\n\s*\{", body)
