@@ -102,25 +102,21 @@ def _write_graph(tf: Any, program: Program, directory: Path) -> tuple[Path, Path
             platforms=["CPU"],
         )
         fetches = [tf.identity(r, name=f"result_{j}") for j, r in enumerate(results)]
+    # tfcompile's feeds and fetches: the op's parameters and results, by tensor.
     config = tf2xla_pb2.Config()
-    for i, (tensor, spec) in enumerate(zip(feeds, parameters, strict=True)):
-        config.feed.append(
-            tf2xla_pb2.Feed(
-                id=tf2xla_pb2.TensorId(node_name=tensor.op.name),
-                name=f"parameter_{i}",
-                type=tensor.dtype.as_datatype_enum,
-                shape=tf.TensorShape(spec.shape).as_proto(),
+    for kind, entries, tensors, specs in (
+        (tf2xla_pb2.Feed, config.feed, feeds, parameters),
+        (tf2xla_pb2.Fetch, config.fetch, fetches, program.outputs),
+    ):
+        for tensor, spec in zip(tensors, specs, strict=True):
+            entries.append(
+                kind(
+                    id=tf2xla_pb2.TensorId(node_name=tensor.op.name),
+                    name=tensor.op.name,
+                    type=tensor.dtype.as_datatype_enum,
+                    shape=tf.TensorShape(spec.shape).as_proto(),
+                )
             )
-        )
-    for j, (tensor, spec) in enumerate(zip(fetches, program.outputs, strict=True)):
-        config.fetch.append(
-            tf2xla_pb2.Fetch(
-                id=tf2xla_pb2.TensorId(node_name=tensor.op.name),
-                name=f"result_{j}",
-                type=tensor.dtype.as_datatype_enum,
-                shape=tf.TensorShape(spec.shape).as_proto(),
-            )
-        )
     graph_path, config_path = directory / "graph.pb", directory / "config.pbtxt"
     graph_path.write_bytes(graph.as_graph_def().SerializeToString())
     config_path.write_text(text_format.MessageToString(config))
