@@ -362,6 +362,15 @@ def test_names_and_targets_are_checked(
         cx.export_aot(cx.lower(*QUALIFYING["sin3"]), tmp_path, **arguments)
 
 
+def test_a_cpu_llvm_does_not_know_is_refused_and_the_process_goes_on(tmp_path: Path) -> None:
+    # LLVM aborts the process that compiles for it ("64-bit code requested on a subtarget
+    # that doesn't support it"): tfcompile runs for a named CPU in a child.
+    with pytest.raises(cx.InvalidArgumentError, match="LLVM does not know the CPU 'znver99'"):
+        cx.export_aot(cx.lower(*QUALIFYING["sin3"]), tmp_path, target="znver99")
+    library = cx.export_aot(cx.lower(*QUALIFYING["sin3"]), tmp_path, target="x86-64-v3")
+    assert library.target_cpu == "x86-64-v3"
+
+
 def test_a_missing_or_untested_tensorflow_is_named(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

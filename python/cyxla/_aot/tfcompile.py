@@ -12,22 +12,35 @@ from __future__ import annotations
 import os
 import platform
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cyxla._errors import AotToolchainError, UnsupportedProgramError
+from cyxla._errors import AotToolchainError, InvalidArgumentError, UnsupportedProgramError
 from cyxla._program import Program, TensorSpec
 
-__all__ = ["TESTED_TENSORFLOW", "Compiled", "compile_program", "tensorflow"]
+__all__ = [
+    "CHILD_REFUSED",
+    "CHILD_TOOLCHAIN",
+    "TESTED_TENSORFLOW",
+    "Compiled",
+    "compile_here",
+    "compile_program",
+    "tensorflow",
+]
 
 #: The tensorflow-cpu releases whose tfcompile output and kernel ABI this cyxla reads
 #: (the `aot` extra pins the same range).
 TESTED_TENSORFLOW = ("2.21",)
 #: The XlaCallModule version of the op: a module whose main takes the parameters alone.
 _CALL_MODULE_VERSION = 9
+#: The exit statuses of cyxla._aot.child for a refused program and a missing toolchain.
+CHILD_REFUSED = 3
+CHILD_TOOLCHAIN = 4
 #: XLA's options for tfcompile where TensorFlow's defaults differ from what JAX compiles
 #: with: max and min propagate NaN, as jax.jit's do (TensorFlow's XLA drops it).
 _XLA_FLAGS = "--xla_cpu_enable_fast_min_max=false"
@@ -142,10 +155,45 @@ def _tfcompile_flags() -> Iterator[None]:
 def compile_program(program: Program, name: str, target_cpu: str, directory: Path) -> Compiled:
     """tfcompile's kernels, constants and header for `program`, written under `directory`.
 
-    `target_cpu` is LLVM's CPU name ("" for the generic CPU of the architecture).
-    Raises UnsupportedProgramError when tfcompile refuses the program, and
-    AotToolchainError when TensorFlow is missing or of an untested version.
+    `target_cpu` is LLVM's CPU name ("" for the generic CPU of the architecture). A named
+    CPU is compiled for in a process of its own: LLVM stops the process it runs in on a
+    CPU name it does not know, and no check here knows LLVM's names. Raises
+    UnsupportedProgramError when tfcompile refuses the program, InvalidArgumentError for
+    a CPU LLVM does not know, and AotToolchainError when TensorFlow is missing or of an
+    untested version, or tfcompile stopped.
     """
+    if not target_cpu:
+        return compile_here(program, name, target_cpu, directory)
+    path = directory / "program.cyxla"
+    program.save(path)
+    command = [sys.executable, "-m", "cyxla._aot.child", str(path), name, target_cpu]
+    done = subprocess.run(
+        [*command, str(directory)], capture_output=True, text=True, check=False, timeout=900
+    )
+    said = done.stderr.strip()
+    if done.returncode == 0:
+        return Compiled(
+            directory / "kernels.o",
+            directory / "constants.o",
+            (directory / "tfcompile.h").read_text(),
+        )
+    if done.returncode == CHILD_REFUSED:
+        raise UnsupportedProgramError(said.splitlines()[-1])
+    if done.returncode == CHILD_TOOLCHAIN:
+        raise AotToolchainError(said.splitlines()[-1])
+    if "is not a recognized processor" in said:
+        raise InvalidArgumentError(
+            f"export_aot: LLVM does not know the CPU {target_cpu!r} (tfcompile stopped): name "
+            'one LLVM knows, such as "skylake-avx512" or "znver3", or use "generic" or "host"'
+        )
+    raise AotToolchainError(
+        f"export_aot: tfcompile stopped (exit status {done.returncode}) compiling "
+        f"{program.name} for the CPU {target_cpu!r}:\n{said[-2000:]}"
+    )
+
+
+def compile_here(program: Program, name: str, target_cpu: str, directory: Path) -> Compiled:
+    """`compile_program` in this process."""
     tf = tensorflow()
     from tensorflow.python import _pywrap_tfcompile
 
