@@ -161,8 +161,9 @@ void Executable::execute(std::span<const void* const> inputs, std::span<void* co
   const size_t n_donated = donated_outputs_.size();
   // On the CPU every input becomes a buffer that aliases host memory. Unaligned inputs
   // are first staged in this thread's aligned scratch memory: one copy (shared with idle
-  // cores when large), cheaper than the plugin's own, which allocates a buffer per call. A donated output that
-  // cannot be written in place gets scratch memory too, and is copied from there.
+  // cores when large), cheaper than the plugin's own, which allocates a buffer per call.
+  // A donated output that cannot be written in place gets scratch memory too, and is
+  // copied from there.
   const bool host = runtime_->host_is_device();
   SmallArray<void*> donors(n_donated);
   place_donors(inputs, outputs, {donors.data(), n_donated});

@@ -49,12 +49,7 @@ struct Helpers {
   unsigned count = 0;
 };
 
-Helpers& helpers() {
-  static Helpers state;
-  return state;
-}
-
-/// Takes pieces of the current copy until none is left; the number taken.
+/// Takes pieces of the current copy until none is left.
 void take_pieces(Helpers& h) noexcept {
   uint64_t ticket = h.ticket.load(std::memory_order_acquire);
   for (;;) {
@@ -90,8 +85,8 @@ unsigned usable_cores() noexcept {
 
 /// The helpers, started by the first call: one per core beside the caller's.
 Helpers& started_helpers() noexcept {
+  static Helpers h;
   static const bool started = [] {
-    Helpers& h = helpers();
     h.owner = getpid();
     const unsigned wanted = std::min(usable_cores() - 1, kMaxHelpers);
     for (unsigned i = 0; i < wanted; ++i) {
@@ -107,16 +102,12 @@ Helpers& started_helpers() noexcept {
     return true;
   }();
   (void)started;
-  return helpers();
+  return h;
 }
 
 }  // namespace
 
-void shared_copy(void* dst, const void* src, size_t bytes) noexcept {
-  if (bytes < kSharedCopyMinBytes) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
+void copy_with_helpers(void* dst, const void* src, size_t bytes) noexcept {
   Helpers& h = started_helpers();
   if (h.count == 0 || h.owner != getpid() || h.busy.exchange(true, std::memory_order_acquire)) {
     std::memcpy(dst, src, bytes);

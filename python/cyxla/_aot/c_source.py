@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cyxla._abi import HOST_ALIGNMENT
 from cyxla._aot import kernel_plan
 from cyxla._aot.kernel_plan import KernelPlan
 from cyxla._program import TensorSpec
 
 __all__ = ["ALIGNMENT", "Layout", "header_text", "layout_of", "source_text"]
 
-#: What every input, output and the scratch memory must be aligned to: what XLA's
-#: buffers are (xla::cpu::Align()); kernels may use aligned vector loads and stores.
-ALIGNMENT = 64
+#: What every input, output and the scratch memory must be aligned to: XLA's alignment of
+#: CPU buffers (xla::cpu::Align()), which kernels may use aligned vector loads on; the
+#: same the CPU plugin needs to read memory in place, and that cyxla.empty gives.
+ALIGNMENT = HOST_ALIGNMENT
 
 #: The statuses of an entry point, in order, and what each means.
 STATUSES = (
@@ -82,25 +84,19 @@ def layout_of(plan: KernelPlan, inputs: int, donated_outputs: tuple[int, ...]) -
     return Layout(tuple(p or "0" for p in pointers), tuple(copies), scratch)
 
 
-def _c_dims(spec: TensorSpec) -> str:
-    return ", ".join(str(d) for d in spec.shape)
-
-
 def _spec_lines(prefix: str, side: str, specs: tuple[TensorSpec, ...]) -> list[str]:
     lines = []
     for i, spec in enumerate(specs):
         macro = f"{prefix}_{side.upper()}_{i}"
-        shape = ",".join(str(d) for d in spec.shape)
         lines += [
-            f"/* {side} {i}: {spec.dtype.name}[{shape}] */",
+            f"/* {side} {i}: {spec} */",
             f'#define {macro}_DTYPE "{spec.dtype.name}"',
             f"#define {macro}_RANK {len(spec.shape)}",
             f"#define {macro}_BYTES {spec.nbytes}",
         ]
         if spec.shape:
-            lines.append(
-                f"static const int64_t {macro}_DIMS[{len(spec.shape)}] = {{{_c_dims(spec)}}};"
-            )
+            dims = ", ".join(map(str, spec.shape))
+            lines.append(f"static const int64_t {macro}_DIMS[{len(spec.shape)}] = {{{dims}}};")
     return lines
 
 
@@ -172,9 +168,9 @@ def header_text(
     return "\n".join(lines)
 
 
-def _check_lines(prefix: str, kind: str, count: int, sizes: list[int]) -> list[str]:
+def _check_lines(prefix: str, kind: str, sizes: list[int]) -> list[str]:
     lines = []
-    if count:
+    if sizes:
         lines.append(f"  if ({kind} == 0) return {prefix}_ERROR_NULL;")
     for i, size in enumerate(sizes):
         if size:
@@ -247,8 +243,8 @@ def source_text(
         # Kept quiet where a program has no inputs, outputs or scratch to use.
         "  (void)inputs;",
         "  (void)outputs;",
-        *_check_lines(prefix, "inputs", len(inputs), [s.nbytes for s in inputs]),
-        *_check_lines(prefix, "outputs", len(outputs), [s.nbytes for s in outputs]),
+        *_check_lines(prefix, "inputs", [s.nbytes for s in inputs]),
+        *_check_lines(prefix, "outputs", [s.nbytes for s in outputs]),
     ]
     if layout.scratch_bytes:
         lines += [

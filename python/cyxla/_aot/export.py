@@ -244,20 +244,19 @@ def export_aot(
             target=target_cpu or "generic",
             generator=f"cyxla {__version__} (export_aot)",
         )
-        (work / f"{name}.h").write_text(header)
+        header_path = out / f"{name}.h"
+        header_path.write_text(header)
         source = work / f"{name}.c"
         source.write_text(
             c_source.source_text(name, plan, layout, inputs=program.inputs, outputs=program.outputs)
         )
         entry = work / "entry.o"
         flags = ["-std=c99", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror"]
-        _run([compiler, *flags, f"-I{work}", "-c", str(source), "-o", str(entry)], "compiling")
+        _run([compiler, *flags, f"-I{out}", "-c", str(source), "-o", str(entry)], "compiling")
         parts = [str(entry), str(compiled.kernels), str(compiled.constants)]
         object_file, library = out / f"{name}.o", out / f"lib{name}.so"
         _run([compiler, "-r", "-nostdlib", *parts, "-o", str(object_file)], "linking the object")
         _run([compiler, "-shared", *parts, "-lm", "-o", str(library)], "linking the library")
-        header_path = out / f"{name}.h"
-        header_path.write_text(header)
     return AotLibrary(
         name, header_path, object_file, library, target_cpu or "generic", layout.scratch_bytes
     )

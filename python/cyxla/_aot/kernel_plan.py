@@ -27,7 +27,6 @@ class UnknownHeaderError(AotToolchainError):
 
 #: BufferAllocationInfo::Kind, packed into the low two bits of an encoded buffer's size.
 _KINDS = ("constant", "temp", "parameter", "thread_local")
-_NONE = 0xFFFFFFFF  # ~0U: no parameter, no result
 
 
 @dataclass(frozen=True)
@@ -73,8 +72,11 @@ def _section(header: str, pattern: str, what: str) -> re.Match[str]:
     return match
 
 
-def _integers(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.replace("\n", " ").split(",") if part.strip())
+def _index_table(header: str, table: str, count: str, what: str) -> tuple[int, ...]:
+    """The integers of the header's `table[count] = {...}`: which buffer holds each of
+    the program's parameters or results."""
+    text = _section(header, rf"{table}\[{count}\] = \{{(.*?)\}};", what).group(1)
+    return tuple(int(part) for part in text.split(",") if part.strip())
 
 
 def _buffers(header: str) -> tuple[Buffer, ...]:
@@ -87,8 +89,7 @@ def _buffers(header: str) -> tuple[Buffer, ...]:
         raise UnknownHeaderError(f"tfcompile's header lists {len(entries)} of {count} buffers")
 
     def number(text: str) -> int | None:
-        value = _NONE if text == "~0U" else int(text.rstrip("U"))
-        return None if value == _NONE else value
+        return None if text == "~0U" else int(text[:-1])  # ~0U: none
 
     return tuple(
         Buffer(int(packed) >> 2, _KINDS[int(packed) & 3], number(parameter), number(result))
@@ -176,14 +177,8 @@ def read_plan(header: str, program: str) -> KernelPlan:
             "which needs XLA's C++ runtime"
         )
     buffers = _buffers(header)
-    parameters = _integers(
-        _section(header, r"kArgIndexToBufferIndex\[kNumArgs\] = \{(.*?)\};", "parameters").group(1)
-    )
-    results = _integers(
-        _section(header, r"kResultIndexToBufferIndex\[kNumResults\] = \{(.*?)\};", "results").group(
-            1
-        )
-    )
+    parameters = _index_table(header, "kArgIndexToBufferIndex", "kNumArgs", "parameters")
+    results = _index_table(header, "kResultIndexToBufferIndex", "kNumResults", "results")
     constants = _constant_symbols(header)
     if len(constants) != sum(b.kind == "constant" for b in buffers):
         raise UnknownHeaderError("tfcompile's header names constants for other buffers")

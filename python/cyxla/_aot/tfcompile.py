@@ -79,6 +79,14 @@ class Compiled:
     header: str  # the C++ header, read as the plan of kernel calls
 
 
+#: What tfcompile writes into the directory it is given.
+_KERNELS, _CONSTANTS, _HEADER = "kernels.o", "constants.o", "tfcompile.h"
+
+
+def _compiled(directory: Path) -> Compiled:
+    return Compiled(directory / _KERNELS, directory / _CONSTANTS, (directory / _HEADER).read_text())
+
+
 def _parameters(program: Program) -> tuple[TensorSpec, ...]:
     """The module's parameters: the inputs, then one per output written in place."""
     return program.inputs + tuple(program.outputs[j] for j in program.donated_outputs)
@@ -172,11 +180,7 @@ def compile_program(program: Program, name: str, target_cpu: str, directory: Pat
     )
     said = done.stderr.strip()
     if done.returncode == 0:
-        return Compiled(
-            directory / "kernels.o",
-            directory / "constants.o",
-            (directory / "tfcompile.h").read_text(),
-        )
+        return _compiled(directory)
     if done.returncode == CHILD_REFUSED:
         raise UnsupportedProgramError(said.splitlines()[-1])
     if done.returncode == CHILD_TOOLCHAIN:
@@ -198,8 +202,6 @@ def compile_here(program: Program, name: str, target_cpu: str, directory: Path) 
     from tensorflow.python import _pywrap_tfcompile
 
     graph, config = _write_graph(tf, program, directory)
-    kernels, constants = directory / "kernels.o", directory / "constants.o"
-    header = directory / "tfcompile.h"
     # The class and entry names prefix the kernels' symbols: the program's own name keeps
     # two exported programs linkable into one binary.
     try:
@@ -212,10 +214,10 @@ def compile_here(program: Program, name: str, target_cpu: str, directory: Path) 
                 target_cpu=target_cpu,
                 target_features="",
                 entry_point=f"cyxla_aot_{name}_entry",
-                out_function_object=str(kernels),
-                out_header=str(header),
+                out_function_object=str(directory / _KERNELS),
+                out_header=str(directory / _HEADER),
                 out_metadata_object=str(directory / "metadata.o"),
-                out_constant_buffers_object=str(constants),
+                out_constant_buffers_object=str(directory / _CONSTANTS),
                 gen_name_to_index=True,
                 gen_program_shape=False,
             )
@@ -224,4 +226,4 @@ def compile_here(program: Program, name: str, target_cpu: str, directory: Path) 
         raise UnsupportedProgramError(
             f"export_aot: tfcompile could not compile {program.name}: {message}"
         ) from None
-    return Compiled(kernels, constants, header.read_text())
+    return _compiled(directory)
