@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cyxla import _backend, _core
+from cyxla import _backend, _core, _in_place_variant
 from cyxla._bound import BoundCall
 from cyxla._errors import DtypeError, InvalidArgumentError
 from cyxla._exact_arrays import carrier_view, exact_arrays
@@ -61,11 +62,19 @@ class Executable:
     `execute` from the C API, with no Python and no GIL.
     """
 
-    def __init__(self, native: _core.Executable, program: Program) -> None:
+    def __init__(
+        self, native: _core.Executable, program: Program, options: bytes | None = None
+    ) -> None:
         #: The C++ executable that `run` calls (internal: tests and the benchmark use it).
         self._native = native
         self.program = program
         """The `Program` this executable was compiled from."""
+        #: The serialized compile options it was compiled with, for its variant; None: the
+        #: ones compile_program gives `program` by default.
+        self._options = options
+        #: The thread compiling the variant that reads large unaligned inputs in place,
+        #: once run has asked for it (internal: tests join it).
+        self._variant_compile: threading.Thread | None = None
         self._handle = LazyHandle()
         #: Per input: (shape, dtype, the dtype handed to the core).
         self._in = [(s.shape, s.dtype, _carrier(s.dtype)) for s in program.inputs]
@@ -144,7 +153,11 @@ class Executable:
         The executable keeps what it made for the last call's inputs: a later call that
         passes arrays at the same addresses (with new values or not) reuses it. On the
         CPU an input or `out` array that is not 64-byte aligned costs one copy per call;
-        `cyxla.empty` and `cyxla.zeros` make arrays that cost none.
+        `cyxla.empty` and `cyxla.zeros` make arrays that cost none. Large unaligned
+        inputs as NumPy makes them (1 MiB or more, a whole number of 64 bytes) cost the
+        copy for a few calls only: from the fourth call in a row that copies the same
+        inputs, a variant of the program that reads them where they are is compiled in a
+        thread of its own and used once ready (see "Large arrays" in the Python guide).
         """
         if out is None:
             if self._small:
@@ -156,14 +169,16 @@ class Executable:
         # The core takes arrays that are exactly the program's as they are, and refuses
         # anything else, saying which side it refused; only then are the arguments checked
         # (and the inputs converted) here, where the messages are made.
-        refused = self._call(arrays, outputs)
-        if refused:
-            if refused == _OUTPUTS_REFUSED:
+        outcome = self._call(arrays, outputs)
+        if outcome:
+            if outcome == _OUTPUTS_REFUSED:
                 outputs = self._carriers_of(out)
-                refused = self._call(arrays, outputs)
-            if refused == _INPUTS_REFUSED:
-                refused = self._call(self._convert(arrays), outputs, True)
-            if refused:
+                outcome = self._call(arrays, outputs)
+            if outcome == _INPUTS_REFUSED:
+                outcome = self._call(self._convert(arrays), outputs, True)
+            if outcome == _ASKS_FOR_VARIANT:
+                self._start_variant_compile()
+            elif outcome:
                 raise RuntimeError(
                     "internal error in cyxla: the core refused arguments that run() checked"
                 )
@@ -201,6 +216,30 @@ class Executable:
             self._native, (self.inputs, self.outputs), inputs, outputs, self.program.name
         )
 
+    def _start_variant_compile(self) -> None:
+        """Compiles, in a thread of its own, the variant of the program that reads the
+        last call's large unaligned inputs where they are, and hands it to the core; calls
+        copy those inputs until it is ready. The core asks once per executable."""
+        self._variant_compile = threading.Thread(
+            target=self._compile_variant, name=f"cyxla: {self.program.name} in place"
+        )
+        self._variant_compile.start()
+
+    def _compile_variant(self) -> None:
+        try:
+            program = _in_place_variant.variant_program(self.program, self._call.variant_inputs())
+            runtime = _backend.runtime_for(program.platform)
+            options = self._options or _serialized_options(self.program, None)
+            native, _ = _load_or_compile(runtime, program, options)
+            self._call.read_in_place(native)
+        except Exception as error:  # a thread has no caller to raise to: said as a warning
+            warnings.warn(
+                f"cyxla: {self.program.name}: the variant that reads large unaligned inputs "
+                f"in place could not be compiled, so they are copied on every call: {error}",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+
     def _carriers_of(self, out: Any) -> list[np.ndarray]:
         """The arrays of `out`, checked against the outputs, as the core writes them."""
         arrays = exact_arrays(
@@ -232,6 +271,9 @@ class Executable:
 #: program's (convert them), or `out` is not (check it, and say why).
 _INPUTS_REFUSED = 1
 _OUTPUTS_REFUSED = 2
+#: What it returns when it ran, and asks for the variant that reads the call's large
+#: unaligned inputs where they are (runtime/in_place_variant.hpp).
+_ASKS_FOR_VARIANT = 3
 
 #: Arrays of at least this many bytes that run makes (outputs, converted inputs) live in
 #: cyxla's recycled aligned memory rather than NumPy's: glibc's malloc maps blocks this
@@ -327,14 +369,27 @@ def compile_program(
     _check_compile_arguments(program, options)
     runtime = _backend.runtime_for(program.platform)
     checks.check_program(program.custom_calls, program.platform)
+    serialized_options = _serialized_options(program, options)
+    native, statistics = _load_or_compile(runtime, program, serialized_options)
+    return Executable(native, program, serialized_options), statistics
+
+
+def _serialized_options(program: Program, options: Mapping[str, Any] | None) -> bytes:
+    """The CompileOptionsProto that compile_program compiles `program` with."""
     # A program from a file compiles with the file's options, as the native loader does.
     if not options and program.compile_options is not None:
-        serialized_options = program.compile_options
-    else:
-        # Options made afresh are jaxlib's protobuf: only then is JAX imported here.
-        from cyxla._compile_options import compile_options
+        return program.compile_options
+    # Options made afresh are jaxlib's protobuf: only then is JAX imported here.
+    from cyxla._compile_options import compile_options
 
-        serialized_options = compile_options(options)
+    return compile_options(options)
+
+
+def _load_or_compile(
+    runtime: _core.Runtime, program: Program, serialized_options: bytes
+) -> tuple[_core.Executable, CompileStatistics]:
+    """The core's load-or-compile of `program` with `serialized_options`, which
+    compile_program has checked."""
     with checks.explain_compile_errors():
         native, hit, compile_seconds, load_seconds, cache_error = _core.load_or_compile(
             runtime,
@@ -354,4 +409,4 @@ def compile_program(
         load_seconds=load_seconds,
         cache_error=cache_error or None,
     )
-    return Executable(native, program), statistics
+    return native, statistics

@@ -178,8 +178,13 @@ int CachedRun::call(nb::handle inputs, nb::handle outputs, bool converted) {
     in_data[i] = in_views[i].data();
   }
   nb::gil_scoped_release release;
-  call_.execute({in_data.data(), n_in}, {out_data.data(), n_out});
-  return kRan;
+  return call_.execute({in_data.data(), n_in}, {out_data.data(), n_out}) ? kRanAskingForVariant
+                                                                         : kRan;
+}
+
+void CachedRun::read_in_place(std::shared_ptr<const Executable> variant) {
+  nb::gil_scoped_release release;
+  call_.read_in_place(std::move(variant));
 }
 
 struct HeldViews {

@@ -25,8 +25,14 @@ bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
 /// Executable.run's per-call path: a CachedCall over the buffers of Python objects.
 class CachedRun {
  public:
-  /// What call() did: ran, or why it ran nothing.
-  enum Outcome : int { kRan = 0, kInputsRefused = 1, kOutputsRefused = 2 };
+  /// What call() did: ran, or why it ran nothing; or ran, and asks for the variant that
+  /// reads its unaligned inputs in place (CachedCall::execute).
+  enum Outcome : int {
+    kRan = 0,
+    kInputsRefused = 1,
+    kOutputsRefused = 2,
+    kRanAskingForVariant = 3,
+  };
 
   explicit CachedRun(std::shared_ptr<const Executable> executable);
 
@@ -37,6 +43,12 @@ class CachedRun {
   /// exactly the inputs (`converted`: as run_on_buffers). Builds no error text: the
   /// caller checks what was refused and says why. The GIL is released while it runs.
   int call(nanobind::handle inputs, nanobind::handle outputs, bool converted);
+
+  /// CachedCall's variant_inputs, read_in_place (with the GIL released while it waits for
+  /// a call in another thread) and calls_read_in_place.
+  std::vector<TensorSpec> variant_inputs() const { return call_.variant_inputs(); }
+  void read_in_place(std::shared_ptr<const Executable> variant);
+  size_t calls_read_in_place() const noexcept { return call_.calls_read_in_place(); }
 
  private:
   CachedCall call_;

@@ -478,10 +478,21 @@ NB_MODULE(_core, m) {
                                 "inputs kept for the next (runtime/cached_call.hpp).")
       .def(nb::init<std::shared_ptr<Executable>>(), "executable"_a)
       .def("__call__", &python::CachedRun::call, "inputs"_a, "outputs"_a, "converted"_a = false,
-           "Runs the program on `inputs` into `outputs`: 0; or runs nothing and returns 2 "
+           "Runs the program on `inputs` into `outputs`: 0, or 3 when it asks for the "
+           "variant that reads the unaligned inputs in place; or runs nothing and returns 2 "
            "when `outputs` is not a list or tuple of NumPy arrays exactly the outputs, else "
            "1 when `inputs` are not exactly the inputs (a list, a strided or misaligned "
-           "array, another dtype).");
+           "array, another dtype).")
+      .def(
+          "variant_inputs",
+          [](const python::CachedRun& r) { return from_specs(r.variant_inputs()); },
+          "The inputs of the variant the call that returned 3 asked for "
+          "(runtime/in_place_variant.hpp): the program's, a large unaligned one as a 1-D "
+          "array 64 bytes longer, then s32[k], the offsets.")
+      .def("read_in_place", &python::CachedRun::read_in_place, "variant"_a,
+           "Runs `variant`, a compile of the program that takes variant_inputs(), for the "
+           "calls whose unaligned inputs it reads in place.")
+      .def_prop_ro("calls_read_in_place", &python::CachedRun::calls_read_in_place);
 
   nb::class_<python::BoundBuffers>(m, "BoundCall",  // GCOVR_EXCL_LINE
                                    "A program bound to the memory of NumPy arrays.")

@@ -1,10 +1,15 @@
 // Calls that reuse the buffers of the last call's inputs: one thread at a time.
 #include "runtime/cached_call.hpp"
 
+#include <bit>
 #include <new>
+#include <thread>
 
+#include "common/error.hpp"
 #include "pjrt/plugin.hpp"
+#include "runtime/element_type.hpp"
 #include "runtime/host_memory.hpp"
+#include "runtime/in_place_variant.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/shared_copy.hpp"
 
@@ -42,11 +47,11 @@ std::byte* CachedCall::area_of(Area& area, size_t bytes) {
   return area.get();
 }
 
-void CachedCall::execute(std::span<const void* const> inputs, std::span<void* const> outputs) {
+bool CachedCall::execute(std::span<const void* const> inputs, std::span<void* const> outputs) {
   // Elsewhere than on the CPU a buffer is a copy on the device: nothing to keep.
   if (!host_ || busy_.exchange(true, std::memory_order_acquire)) {
     executable_->execute(inputs, outputs);
-    return;
+    return false;
   }
   const Executable& e = *executable_;
   const PJRT_Api* api = e.runtime().plugin().api();
@@ -61,6 +66,15 @@ void CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
       busy.store(false, std::memory_order_release);
     }
   } done{busy_, donor_buffers_};
+
+  uint64_t readable = 0;  // the unaligned inputs a variant could read in place
+  for (size_t i = 0; i < n_in; ++i) {
+    if (readable_offset(e, i, inputs[i]) != 0) readable |= uint64_t{1} << i;
+  }
+  if (readable != 0 && readable == variant_reads_) {
+    run_variant(inputs, outputs);
+    return false;
+  }
 
   for (size_t i = 0; i < n_in; ++i) {
     Input& in = inputs_[i];
@@ -89,6 +103,65 @@ void CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
     arguments_[n_in + k] = donor_buffers_[k].get();
   }
   e.execute_buffers(arguments_.data(), results_, outputs);
+  return ask_for_variant(readable);
+}
+
+bool CachedCall::ask_for_variant(uint64_t copied) noexcept {
+  copies_in_a_row_ = copied != 0 && copied == copied_ ? copies_in_a_row_ + 1 : 1;
+  copied_ = copied;
+  if (copied == 0 || variant_reads_ != 0 || asked_.load(std::memory_order_relaxed) != 0 ||
+      copies_in_a_row_ < kCopiesBeforeVariant) {
+    return false;
+  }
+  asked_.store(copied, std::memory_order_relaxed);
+  return true;
+}
+
+void CachedCall::run_variant(std::span<const void* const> inputs,
+                             std::span<void* const> outputs) {
+  const size_t n_in = inputs_.size();
+  auto* offsets = reinterpret_cast<int32_t*>(offsets_.get());
+  size_t k = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    variant_arguments_[i] = inputs[i];
+    if ((variant_reads_ >> i & 1) == 0) continue;
+    const size_t offset = readable_offset(*executable_, i, inputs[i]);
+    variant_arguments_[i] = static_cast<const std::byte*>(inputs[i]) - offset;
+    offsets[k++] = static_cast<int32_t>(offset / element_size(executable_->inputs()[i].type));
+  }
+  variant_arguments_[n_in] = offsets;
+  // The variant's own inputs are aligned: it never asks for a variant of its own.
+  (void)variant_->execute(variant_arguments_, outputs);
+  calls_read_in_place_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<TensorSpec> CachedCall::variant_inputs() const {
+  const uint64_t mask = asked_.load(std::memory_order_relaxed);
+  if (mask == 0) return {};
+  return in_place_variant_inputs(*executable_, mask);
+}
+
+void CachedCall::read_in_place(std::shared_ptr<const Executable> variant) {
+  const uint64_t mask = asked_.load(std::memory_order_relaxed);
+  const Executable& e = *executable_;
+  if (mask == 0 || variant->inputs() != in_place_variant_inputs(e, mask) ||
+      variant->outputs() != e.outputs() || variant->donated_outputs() != e.donated_outputs() ||
+      &variant->runtime() != &e.runtime()) {
+    throw Error(ErrorKind::InvalidArgument,
+                "read_in_place: the variant does not take the inputs the call asked for, or "
+                "differs from the program in its outputs, donated outputs or runtime");
+  }
+  auto call = std::make_unique<CachedCall>(std::move(variant));
+  Area offsets;
+  area_of(offsets, static_cast<size_t>(std::popcount(mask)) * sizeof(int32_t));
+  std::vector<const void*> arguments(inputs_.size() + 1);
+  // Calls in other threads use the kept state under the busy flag: wait for the current one.
+  while (busy_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+  variant_ = std::move(call);
+  offsets_ = std::move(offsets);
+  variant_arguments_ = std::move(arguments);
+  variant_reads_ = mask;
+  busy_.store(false, std::memory_order_release);
 }
 
 }  // namespace cyxla

@@ -1,10 +1,13 @@
 // Calls of one executable that keep what they made for the last call's arguments: the
 // buffers over input memory that comes back call after call, and aligned copies of
-// unaligned inputs, so that a caller passing the same arrays gets a bound call's cost.
+// unaligned inputs, so that a caller passing the same arrays gets a bound call's cost;
+// and, once given one, a variant of the program that reads large unaligned inputs where
+// they are (in_place_variant.hpp).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -28,9 +31,33 @@ class CachedCall {
   /// kept buffers; a call while another thread is in one runs Executable::execute. Keeps
   /// no reference to the memory it is given beyond the call: a kept buffer is used only
   /// for a later call that passes its address again. Throws cyxla::Error.
-  void execute(std::span<const void* const> inputs, std::span<void* const> outputs);
+  ///
+  /// Where a variant was given (read_in_place) and the inputs it reads in place are the
+  /// ones unaligned at readable offsets, the variant runs instead, reading them where they
+  /// are. Returns true once, on the kCopiesBeforeVariant-th call in a row that copied the
+  /// same such inputs while no variant was given: the caller may then compile the
+  /// variant (variant_inputs) and give it to read_in_place.
+  bool execute(std::span<const void* const> inputs, std::span<void* const> outputs);
+
+  /// The inputs of the variant that reads the unaligned inputs of the call that returned
+  /// true in place (in_place_variant_inputs); empty before such a call.
+  std::vector<TensorSpec> variant_inputs() const;
+
+  /// Runs `variant`, a compile of the program that takes variant_inputs() and has its
+  /// outputs and donated outputs, for the calls it serves from now on; waits for a call in
+  /// another thread to end. InvalidArgument when `variant` is not such a program.
+  void read_in_place(std::shared_ptr<const Executable> variant);
+
+  /// How many calls ran the variant (for tests).
+  size_t calls_read_in_place() const noexcept {
+    return calls_read_in_place_.load(std::memory_order_relaxed);
+  }
 
   const Executable& executable() const noexcept { return *executable_; }
+
+  /// Calls in a row that copy the same unaligned inputs before execute() asks for a
+  /// variant: a loop, not a one-off call, is worth a compile.
+  static constexpr int kCopiesBeforeVariant = 4;
 
  private:
   struct Free {
@@ -39,6 +66,11 @@ class CachedCall {
   using Area = std::unique_ptr<std::byte, Free>;
   /// Aligned memory of `bytes` (at least one byte) kept in `area`, made on first use.
   static std::byte* area_of(Area& area, size_t bytes);
+  /// Counts a call that copied the readable inputs `copied` (a mask); true when it is time
+  /// to ask for a variant (execute's result).
+  bool ask_for_variant(uint64_t copied) noexcept;
+  /// The call through the variant: each input it reads in place from the alignment below.
+  void run_variant(std::span<const void* const> inputs, std::span<void* const> outputs);
 
   struct Input {
     const void* data = nullptr;  // what `buffer` aliases: the input's memory, or `staging`
@@ -55,6 +87,16 @@ class CachedCall {
   std::vector<PJRT_Buffer*> arguments_;
   std::vector<PJRT_Buffer*> results_;
   std::atomic<bool> busy_{false};
+
+  // The read-in-place variant, guarded by busy_ as the kept buffers are.
+  uint64_t copied_ = 0;  // the unaligned readable inputs of the last call (a mask)
+  int copies_in_a_row_ = 0;
+  std::atomic<uint64_t> asked_{0};  // the mask execute() asked a variant for; 0 before
+  uint64_t variant_reads_ = 0;  // the mask the variant reads in place; 0 without one
+  std::unique_ptr<CachedCall> variant_;
+  Area offsets_;  // kOffsetType per input the variant reads in place
+  std::vector<const void*> variant_arguments_;
+  std::atomic<size_t> calls_read_in_place_{0};
 };
 
 }  // namespace cyxla
