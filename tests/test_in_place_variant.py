@@ -108,6 +108,20 @@ def test_each_element_type_is_read_in_place_at_an_offset_of_whole_elements(
     assert _reads(executable) == 2
 
 
+def test_a_program_with_no_donated_parameter_reads_in_place_too() -> None:
+    # A small output only: the program's main has no parameter that aliases an output.
+    executable = compile_fn(lambda x: jnp.sum(x * x), [spec((_N,), np.float32)])
+    assert executable._native.donated_outputs == []
+    _asked_and_ready(executable, [_at(16, (_N,), np.float32, 0)])
+    x = _at(48, (_N,), np.float32, 1)
+    aligned, want = cx.empty(_N, np.float32), np.empty((), np.float32)
+    aligned[...] = x
+    assert executable._native._execute_exact([aligned], [want])
+    np.testing.assert_array_equal(executable.run([x])[0], want)
+    assert _reads(executable) == 1
+    np.testing.assert_allclose(want, np.sum(x.astype(np.float64) ** 2), rtol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("count", "dtype", "offset"),
     [(_N + 1, np.float32, 16), (_N, np.float32, 2), (_N // 2, np.float32, 16)],

@@ -1,6 +1,7 @@
 // Calls that reuse the buffers of the last call's inputs: one thread at a time.
 #include "runtime/cached_call.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <new>
 #include <thread>
@@ -68,7 +69,7 @@ bool CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
   } done{busy_, donor_buffers_};
 
   uint64_t readable = 0;  // the unaligned inputs a variant could read in place
-  for (size_t i = 0; i < n_in; ++i) {
+  for (size_t i = 0; i < std::min(n_in, kMaxReadInPlace); ++i) {
     if (readable_offset(e, i, inputs[i]) != 0) readable |= uint64_t{1} << i;
   }
   if (readable != 0 && readable == variant_reads_) {

@@ -21,13 +21,17 @@ namespace cyxla {
 /// Inputs smaller than this are copied: the copy costs less than compiling the variant.
 inline constexpr size_t kReadInPlaceMinBytes = size_t{1} << 20;
 
+/// The inputs that a variant may read in place are among the first this many.
+inline constexpr size_t kMaxReadInPlace = 64;
+
 /// The element type of the variant's last input, one offset (in elements) per input it
 /// reads in place.
 inline constexpr PJRT_Buffer_Type kOffsetType = PJRT_Buffer_Type_S32;
 
 /// How far `data` lies past the alignment below it when a variant can read input `input`
 /// of `executable` from there (large enough, a whole number of alignments, not aligned,
-/// at an offset of whole elements, among the first 64 inputs); 0 when it cannot.
+/// at an offset of whole elements); 0 when it cannot. Only the first kMaxReadInPlace
+/// inputs are asked about: a variant's inputs are a 64-bit mask.
 size_t readable_offset(const Executable& executable, size_t input, const void* data) noexcept;
 
 /// The inputs of the variant of `executable` that reads the inputs in `mask` (bit i: input
