@@ -14,15 +14,15 @@ timed over the same points:
 - bound: `np.copyto` of x into a bound call's input, then the call (`Executable.bind`);
 - jax_jit: `jax.jit(jax.value_and_grad(f))(x)` and the results as NumPy arrays.
 
-Rounds are interleaved (every path once per round, shuffled). Prints the median time per
-evaluation of each path and its ratio to numpy per round (median, first-third quartile).
+Rounds are interleaved as `python -m cyxla bench` interleaves them (cyxla._bench.rounds:
+every path once per round, shuffled). Prints the median time per evaluation of each path
+and its ratio to numpy per round (median, first-third quartile).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import time
 from collections.abc import Callable
 
@@ -31,6 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import cyxla
+from cyxla._bench import rounds
+from cyxla._bench.paths import Loop
 
 jax.config.update("jax_enable_x64", True)  # a solver's points are float64
 
@@ -50,8 +52,8 @@ def rosenbrock_numpy(x: np.ndarray) -> tuple[float, np.ndarray]:
     return value, gradient
 
 
-def paths(size: int, points: list[np.ndarray]) -> dict[str, Callable[[], None]]:
-    """Per path, a function that evaluates every point once."""
+def paths(size: int, points: list[np.ndarray]) -> dict[str, Loop]:
+    """Per path, a loop that evaluates n points (the same points in every path)."""
     spec = jax.ShapeDtypeStruct((size,), jnp.float64)
     executable, _ = cyxla.compile_program(cyxla.lower(jax.value_and_grad(rosenbrock), [spec]))
     jitted = jax.jit(jax.value_and_grad(rosenbrock))
@@ -65,10 +67,12 @@ def paths(size: int, points: list[np.ndarray]) -> dict[str, Callable[[], None]]:
             np.testing.assert_allclose(got[0], value, rtol=1e-12)
             np.testing.assert_allclose(got[1], gradient, rtol=1e-12, atol=1e-12)
 
-    def each(evaluate: Callable[[np.ndarray], object]) -> Callable[[], None]:
-        def loop() -> None:
-            for x in points:
-                evaluate(x)
+    def each(evaluate: Callable[[np.ndarray], object]) -> Loop:
+        def loop(n: int) -> float:
+            start = time.perf_counter()
+            for k in range(n):
+                evaluate(points[k % len(points)])
+            return time.perf_counter() - start
 
         return loop
 
@@ -93,28 +97,23 @@ def main() -> None:
     arguments = parser.parse_args()
     rng = np.random.default_rng(0)
     points = [rng.standard_normal(arguments.size) for _ in range(arguments.points)]
-    timed = paths(arguments.size, points)
-    for evaluate in timed.values():
-        evaluate()  # warm
-    seconds: dict[str, list[float]] = {name: [] for name in timed}
-    order = list(timed)
-    for _ in range(arguments.rounds):
-        random.shuffle(order)
-        for name in order:
-            start = time.perf_counter()
-            timed[name]()
-            seconds[name].append((time.perf_counter() - start) / len(points))
+    timings = {
+        name: rounds.Timing(loop, arguments.points)
+        for name, loop in paths(arguments.size, points).items()
+    }
+    for timing in timings.values():
+        timing.loop(timing.calls)  # warm
+    samples = rounds.time_rounds(timings, arguments.rounds, random.Random(0))
     print(
         f"value and gradient of Rosenbrock on f64[{arguments.size}], "
-        f"{arguments.rounds} interleaved rounds of {len(points)} points"
+        f"{arguments.rounds} interleaved rounds of {arguments.points} points"
     )
     print(f"  {'path':8} {'median':>10}   vs numpy (first-third quartile of per-round ratios)")
-    for name, values in seconds.items():
-        ratios = [s / n for s, n in zip(values, seconds["numpy"], strict=True)]
-        low, _, high = statistics.quantiles(ratios, n=4)
+    for name, nanoseconds in samples.items():
+        ratio = rounds.spread([s / n for s, n in zip(nanoseconds, samples["numpy"], strict=True)])
+        median = rounds.spread(nanoseconds).median / 1e3
         print(
-            f"  {name:8} {statistics.median(values) * 1e6:7.2f} us   "
-            f"{statistics.median(ratios):.2f}x ({low:.2f}-{high:.2f})"
+            f"  {name:8} {median:7.2f} us   {ratio.median:.2f}x ({ratio.low:.2f}-{ratio.high:.2f})"
         )
 
 

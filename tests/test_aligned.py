@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
+from cyxla._aligned import empty_at
 
 from support import compile_fn, spec
 
@@ -79,6 +80,13 @@ def test_is_aligned_sees_numpys_usual_placement() -> None:
     assert cx.is_aligned(raw) and not cx.is_aligned(raw[16:])
 
 
+@pytest.mark.parametrize("offset", [0, 4, 16, 63])
+def test_the_tests_arrays_at_an_offset_start_there(offset: int) -> None:
+    array = empty_at(offset, (3, 5), np.int8)
+    assert array.ctypes.data % 64 == offset and array.shape == (3, 5)
+    assert array.dtype == np.int8 and array.flags.c_contiguous and array.flags.writeable
+
+
 def test_the_plugin_writes_into_them_in_place() -> None:
     # A large output gets a donated parameter; an aligned array receives the result with
     # no copy, an array 16 bytes off a boundary through one.
@@ -86,7 +94,7 @@ def test_the_plugin_writes_into_them_in_place() -> None:
     x = cx.zeros(1 << 16, np.float32)
     x[...] = np.arange(1 << 16)
     aligned = cx.empty(1 << 16, np.float32)
-    off = cx.empty(4 * (1 << 16) + 64, np.uint8)[16 : 16 + 4 * (1 << 16)].view(np.float32)
+    off = empty_at(16, (1 << 16,), np.float32)
     assert executable._native._writes_in_place([x], [aligned]) == [True]
     assert executable._native._writes_in_place([x], [off]) == [False]
     want = np.asarray(jax.jit(lambda v: v * 2 + 1)(x))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla._aot import kernel_plan, tfcompile
+from cyxla._aot import c_source, kernel_plan, tfcompile
 
 from support import run_cyxla
 
@@ -393,10 +393,11 @@ def test_a_missing_or_untested_tensorflow_is_named(
 
 
 def test_another_kernel_abi_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from cyxla._aot import export
-
-    changed = (*export._KERNEL_ABI[:2], "typedef struct XLA_CPU_KernelArg { void* data; } X;")
-    monkeypatch.setattr(export, "_KERNEL_ABI", changed)
+    changed = (
+        *c_source.XLA_KERNEL_ABI[:2],
+        "typedef struct XLA_CPU_KernelArg { void* data; } X;",
+    )
+    monkeypatch.setattr(c_source, "XLA_KERNEL_ABI", changed)
     with pytest.raises(cx.AotToolchainError, match=r"kernel ABI .* not the one this cyxla knows"):
         cx.export_aot(cx.lower(*QUALIFYING["sin3"]), tmp_path)
 

@@ -20,6 +20,7 @@ import pytest
 from jax import lax
 
 import cyxla as cx
+from cyxla._aligned import empty_at
 
 from support import specs_of
 
@@ -438,9 +439,7 @@ def cumsum_executable() -> cx.Executable:
 
 def _unaligned(a: np.ndarray) -> np.ndarray:
     """A writable C-contiguous copy of `a` that starts 4 bytes past a 64-byte boundary."""
-    raw = np.empty(a.nbytes + 128, np.uint8)
-    start = (-raw.ctypes.data) % 64 + 4
-    view = raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape)
+    view = empty_at(4, a.shape, a.dtype)
     view[...] = a
     assert view.ctypes.data % 64 == 4 and view.flags.c_contiguous
     return view

@@ -22,6 +22,7 @@ import pytest
 
 import cyxla as cx
 from cyxla import _benchmark, _core
+from cyxla._aligned import empty_at
 
 from support import F32, F64, compile_fn, runtime, set_outputs, spec
 
@@ -433,8 +434,7 @@ def _affine(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _unaligned(length: int) -> np.ndarray:
     """A float32 array 16 bytes past a 64-byte boundary: what NumPy may hand out."""
-    raw = cx.empty(4 * length + 64, np.uint8)
-    return raw[16 : 16 + 4 * length].view(np.float32)
+    return empty_at(16, (length,), np.float32)
 
 
 @pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])

@@ -17,6 +17,7 @@ import pytest
 
 import cyxla as cx
 from cyxla import _core, _in_place_variant
+from cyxla._aligned import empty_at
 
 from support import F32, compile_fn, spec
 
@@ -30,12 +31,9 @@ _S32 = int(cx.ElementType.S32)
 
 def _at(offset: int, shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
     """An array of random values `offset` bytes past a 64-byte boundary."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    raw = cx.empty(nbytes + 64, np.uint8)
-    array = raw[offset : offset + nbytes].view(dtype).reshape(shape)
+    array = empty_at(offset, shape, dtype)
     values = np.random.default_rng(seed).standard_normal(array.shape) * 50
-    array[...] = values > 0 if dtype == np.bool_ else values.astype(dtype)
+    array[...] = values > 0 if array.dtype == np.bool_ else values.astype(dtype)
     return array
 
 

@@ -24,15 +24,15 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def _placed(shape: int | Sequence[int], dtype: Any, make: Any) -> np.ndarray:
+def _placed(shape: int | Sequence[int], dtype: Any, make: Any, offset: int = 0) -> np.ndarray:
     dims, kind = _shape(shape), np.dtype(dtype)
     nbytes = math.prod(dims) * kind.itemsize
     alignment = int(_core.HOST_ALIGNMENT)
     # An empty slice would point at the block's start: a zero-size array is the empty
     # head of a slice that is not.
     room = max(nbytes, alignment)
-    raw = make(room + alignment, np.uint8)
-    start = -raw.ctypes.data % alignment
+    raw = make(room + alignment + offset, np.uint8)
+    start = -raw.ctypes.data % alignment + offset
     return raw[start : start + room][:nbytes].view(kind).reshape(dims)
 
 
@@ -57,3 +57,10 @@ def is_aligned(array: np.ndarray) -> bool:
     """Whether `array`'s data starts at a multiple of `HOST_ALIGNMENT`: what the CPU plugin
     needs to use it in place (it must also be C-contiguous)."""
     return array.ctypes.data % int(_core.HOST_ALIGNMENT) == 0
+
+
+def empty_at(offset: int, shape: int | Sequence[int], dtype: Any = float) -> np.ndarray:
+    """Like `empty`, but `offset` bytes past a multiple of HOST_ALIGNMENT: an array as
+    NumPy may place one, for the tests and the benchmark (the memory back to the boundary
+    is the same block's)."""
+    return _placed(shape, dtype, np.empty, offset)

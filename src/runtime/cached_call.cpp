@@ -38,7 +38,8 @@ CachedCall::CachedCall(std::shared_ptr<const Executable> executable)
       donors_(executable_->donated_outputs().size()),
       donor_buffers_(executable_->donated_outputs().size()),
       arguments_(executable_->inputs().size() + executable_->donated_outputs().size()),
-      results_(executable_->outputs().size()) {}
+      results_(executable_->outputs().size()),
+      candidates_(in_place_candidates(*executable_)) {}
 
 std::byte* CachedCall::area_of(Area& area, size_t bytes) {
   if (area == nullptr) {
@@ -68,10 +69,12 @@ bool CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
     }
   } done{busy_, donor_buffers_};
 
-  uint64_t readable = 0;  // the unaligned inputs a variant could read in place
-  for (size_t i = 0; i < std::min(n_in, kMaxReadInPlace); ++i) {
-    if (readable_offset(e, i, inputs[i]) != 0) readable |= uint64_t{1} << i;
-  }
+  uint64_t readable = 0;  // the candidates that are unaligned, at a readable offset
+  for_each_input(candidates_, [&](size_t i) {
+    if (readable_offset(inputs[i], element_size(e.inputs()[i].type)) != 0) {
+      readable |= uint64_t{1} << i;
+    }
+  });
   if (readable != 0 && readable == variant_reads_) {
     run_variant(inputs, outputs);
     return false;
@@ -110,7 +113,8 @@ bool CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
 bool CachedCall::ask_for_variant(uint64_t copied) noexcept {
   copies_in_a_row_ = copied != 0 && copied == copied_ ? copies_in_a_row_ + 1 : 1;
   copied_ = copied;
-  if (copied == 0 || variant_reads_ != 0 || asked_.load(std::memory_order_relaxed) != 0 ||
+  // Once asked, never again: a variant is given for that mask, or none can be made.
+  if (copied == 0 || asked_.load(std::memory_order_relaxed) != 0 ||
       copies_in_a_row_ < kCopiesBeforeVariant) {
     return false;
   }
@@ -121,16 +125,15 @@ bool CachedCall::ask_for_variant(uint64_t copied) noexcept {
 void CachedCall::run_variant(std::span<const void* const> inputs,
                              std::span<void* const> outputs) {
   const size_t n_in = inputs_.size();
+  std::copy(inputs.begin(), inputs.end(), variant_arguments_.begin());
   auto* offsets = reinterpret_cast<int32_t*>(offsets_.get());
-  size_t k = 0;
-  for (size_t i = 0; i < n_in; ++i) {
-    variant_arguments_[i] = inputs[i];
-    if ((variant_reads_ >> i & 1) == 0) continue;
-    const size_t offset = readable_offset(*executable_, i, inputs[i]);
+  // execute() found each of these unaligned, at a whole number of elements.
+  for_each_input(variant_reads_, [&](size_t i) {
+    const size_t offset = reinterpret_cast<uintptr_t>(inputs[i]) % kHostAlignment;
     variant_arguments_[i] = static_cast<const std::byte*>(inputs[i]) - offset;
-    offsets[k++] = static_cast<int32_t>(offset / element_size(executable_->inputs()[i].type));
-  }
-  variant_arguments_[n_in] = offsets;
+    *offsets++ = static_cast<int32_t>(offset / element_size(executable_->inputs()[i].type));
+  });
+  variant_arguments_[n_in] = offsets_.get();
   // The variant's own inputs are aligned: it never asks for a variant of its own.
   (void)variant_->execute(variant_arguments_, outputs);
   calls_read_in_place_.fetch_add(1, std::memory_order_relaxed);

@@ -89,6 +89,7 @@ class CachedCall {
   std::atomic<bool> busy_{false};
 
   // The read-in-place variant, guarded by busy_ as the kept buffers are.
+  uint64_t candidates_;  // the inputs a variant could read in place (in_place_candidates)
   uint64_t copied_ = 0;  // the unaligned readable inputs of the last call (a mask)
   int copies_in_a_row_ = 0;
   std::atomic<uint64_t> asked_{0};  // the mask execute() asked a variant for; 0 before

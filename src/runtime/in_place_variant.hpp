@@ -9,11 +9,13 @@
 // page that does not hold a byte of the input, and writes nothing.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "runtime/executable.hpp"
+#include "runtime/host_memory.hpp"
 #include "runtime/tensor_spec.hpp"
 
 namespace cyxla {
@@ -21,18 +23,28 @@ namespace cyxla {
 /// Inputs smaller than this are copied: the copy costs less than compiling the variant.
 inline constexpr size_t kReadInPlaceMinBytes = size_t{1} << 20;
 
-/// The inputs that a variant may read in place are among the first this many.
-inline constexpr size_t kMaxReadInPlace = 64;
-
 /// The element type of the variant's last input, one offset (in elements) per input it
 /// reads in place.
 inline constexpr PJRT_Buffer_Type kOffsetType = PJRT_Buffer_Type_S32;
 
-/// How far `data` lies past the alignment below it when a variant can read input `input`
-/// of `executable` from there (large enough, a whole number of alignments, not aligned,
-/// at an offset of whole elements); 0 when it cannot. Only the first kMaxReadInPlace
-/// inputs are asked about: a variant's inputs are a 64-bit mask.
-size_t readable_offset(const Executable& executable, size_t input, const void* data) noexcept;
+/// The inputs of `executable` that a variant could read in place, by their size (bit i:
+/// input i): kReadInPlaceMinBytes or more, a whole number of alignments, among the first
+/// 64 (a variant's inputs are a 64-bit mask). Where one is unaligned is each call's.
+uint64_t in_place_candidates(const Executable& executable) noexcept;
+
+/// How far `data` lies past the alignment below it, when that is a whole number of
+/// `element_bytes` elements: where a variant reads a candidate input from; 0 for aligned
+/// memory, and for an offset inside an element (such an input is copied).
+inline size_t readable_offset(const void* data, size_t element_bytes) noexcept {
+  const size_t offset = reinterpret_cast<uintptr_t>(data) % kHostAlignment;
+  return offset % element_bytes == 0 ? offset : 0;
+}
+
+/// Calls `f(i)` for each input i of `mask` (bit i), in order.
+template <typename F>
+void for_each_input(uint64_t mask, F&& f) {
+  for (; mask != 0; mask &= mask - 1) f(static_cast<size_t>(std::countr_zero(mask)));
+}
 
 /// The inputs of the variant of `executable` that reads the inputs in `mask` (bit i: input
 /// i) in place: each input as it is, except that one of `mask` is a one-dimensional

@@ -16,12 +16,25 @@ from cyxla._aot import kernel_plan
 from cyxla._aot.kernel_plan import KernelPlan
 from cyxla._program import TensorSpec
 
-__all__ = ["ALIGNMENT", "Layout", "header_text", "layout_of", "source_text"]
+__all__ = ["ALIGNMENT", "XLA_KERNEL_ABI", "Layout", "header_text", "layout_of", "source_text"]
 
 #: What every input, output and the scratch memory must be aligned to: XLA's alignment of
 #: CPU buffers (xla::cpu::Align()), which kernels may use aligned vector loads on; the
 #: same the CPU plugin needs to read memory in place, and that cyxla.empty gives.
 ALIGNMENT = HOST_ALIGNMENT
+
+#: XLA's CPU kernel ABI as kernel_c_api.h spells it (comments dropped, spaces collapsed),
+#: which export_aot finds in the installed TensorFlow's header before it generates C
+#: that declares the same structs itself (source_text: aot_dims, aot_arg, aot_frame).
+XLA_KERNEL_ABI = (
+    "typedef struct XLA_CPU_NumWorkGroups { uint64_t x; uint64_t y; uint64_t z; }",
+    "typedef struct XLA_CPU_WorkGroupId { uint64_t x; uint64_t y; uint64_t z; }",
+    "typedef struct XLA_CPU_KernelArg { void* data; size_t size; } XLA_CPU_KernelArg;",
+    "typedef struct XLA_CPU_KernelCallFrame { const XLA_CPU_NumWorkGroups* num_workgroups; "
+    "const XLA_CPU_WorkGroupId* workgroup_id; size_t num_args; const XLA_CPU_KernelArg* args; "
+    "} XLA_CPU_KernelCallFrame;",
+    "typedef XLA_CPU_KernelError* XLA_CPU_Kernel( const XLA_CPU_KernelCallFrame* call_frame);",
+)
 
 #: The statuses of an entry point, in order, and what each means.
 STATUSES = (

@@ -57,16 +57,6 @@ _C_KEYWORDS = frozenset(
         "while",
     ]
 )
-#: The parts of XLA's CPU kernel ABI that the generated C declares itself.
-_KERNEL_ABI = (
-    "typedef struct XLA_CPU_NumWorkGroups { uint64_t x; uint64_t y; uint64_t z; }",
-    "typedef struct XLA_CPU_WorkGroupId { uint64_t x; uint64_t y; uint64_t z; }",
-    "typedef struct XLA_CPU_KernelArg { void* data; size_t size; } XLA_CPU_KernelArg;",
-    "typedef struct XLA_CPU_KernelCallFrame { const XLA_CPU_NumWorkGroups* num_workgroups; "
-    "const XLA_CPU_WorkGroupId* workgroup_id; size_t num_args; const XLA_CPU_KernelArg* args; "
-    "} XLA_CPU_KernelCallFrame;",
-    "typedef XLA_CPU_KernelError* XLA_CPU_Kernel( const XLA_CPU_KernelCallFrame* call_frame);",
-)
 
 
 @dataclass(frozen=True)
@@ -162,7 +152,7 @@ def _check_kernel_abi() -> None:
         ) from None
     code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
     code = re.sub(r"\s+", " ", code)
-    missing = [part for part in _KERNEL_ABI if part not in code]
+    missing = [part for part in c_source.XLA_KERNEL_ABI if part not in code]
     if missing:
         raise AotToolchainError(
             f"export_aot: TensorFlow {tf.__version__}'s kernel ABI ({path}) is not the one "

@@ -174,10 +174,16 @@ def compile_program(program: Program, name: str, target_cpu: str, directory: Pat
         return compile_here(program, name, target_cpu, directory)
     path = directory / "program.cyxla"
     program.save(path)
-    command = [sys.executable, "-m", "cyxla._aot.child", str(path), name, target_cpu]
-    done = subprocess.run(
-        [*command, str(directory)], capture_output=True, text=True, check=False, timeout=900
-    )
+    command = [
+        sys.executable,
+        "-m",
+        "cyxla._aot.child",
+        str(path),
+        name,
+        target_cpu,
+        str(directory),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
     said = done.stderr.strip()
     if done.returncode == 0:
         return _compiled(directory)

@@ -19,7 +19,7 @@ class BenchProgram:
     #: What it computes, on what shapes (the JSON's `description`).
     description: str
     function: Callable[..., jax.Array]
-    #: Its inputs as a user has them: plain NumPy arrays, aligned as NumPy allocates them.
+    #: Its inputs as a user has them: plain NumPy arrays (the paths place them: `paths.plain`).
     make_inputs: Callable[[np.random.Generator], list[np.ndarray]]
 
 
