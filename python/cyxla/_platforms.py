@@ -1,17 +1,20 @@
-"""Platform names: cyxla's, their aliases, XLA's, and the order installed plugins are tried,
-as the core's one table of platforms gives them (src/runtime/platforms.hpp)."""
+"""Platform names: cyxla's, their aliases, XLA's, the order installed plugins are tried, and
+each platform's client and compile defaults, as the core's one table of platforms gives them
+(src/runtime/platforms.hpp)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from cyxla import _core
 
 __all__ = [
     "CLIENT_DEFAULTS",
+    "COMPILE_DEFAULTS",
     "PLATFORM_ORDER",
     "XLA_PLATFORMS",
+    "CompileDefault",
     "normalize_platform",
     "platform_of_device",
 ]
@@ -22,6 +25,27 @@ PLATFORM_ORDER: tuple[str, ...] = tuple(_core.PLATFORMS)
 XLA_PLATFORMS: Mapping[str, str] = dict(_core.XLA_PLATFORMS)
 #: The client options each platform's plugin is created with unless the caller names them.
 CLIENT_DEFAULTS: Mapping[str, Mapping[str, Any]] = dict(_core.CLIENT_DEFAULTS)
+
+
+class CompileDefault(NamedTuple):
+    """An XLA option a platform's programs are compiled with unless the caller's compile
+    options override it (every door: compile_program, the C loader, the disk cache's key)."""
+
+    option: str
+    value: str
+    #: The StableHLO operation whose programs get it; "" for every program.
+    operation: str
+
+    def __str__(self) -> str:
+        scope = f" (programs with {self.operation})" if self.operation else ""
+        return f"{self.option}={self.value}{scope}"
+
+
+#: Each platform's compile defaults.
+COMPILE_DEFAULTS: Mapping[str, tuple[CompileDefault, ...]] = {
+    platform: tuple(CompileDefault(*row) for row in rows)
+    for platform, rows in _core.COMPILE_DEFAULTS.items()
+}
 
 _ALIASES: Mapping[str, str] = dict(_core.PLATFORM_ALIASES)
 

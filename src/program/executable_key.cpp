@@ -111,7 +111,9 @@ ExecutableKey executable_key(const ProgramFile& program, const Runtime& runtime)
   const LibraryIdentity library = library_identity(plugin);
   const std::string program_digest = KeyHash()
                                          .field("stablehlo", program.stablehlo)
-                                         .field("compile_options", program.compile_options)
+                                         .field("compile_options",
+                                                runtime.effective_compile_options(
+                                                    program.stablehlo, program.compile_options))
                                          .hexdigest();
   KeyHash key;
   key.field("key", kKeyVersion)

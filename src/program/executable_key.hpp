@@ -31,7 +31,8 @@ LibraryIdentity library_identity(const pjrt::Plugin& plugin);
 
 /// The disk cache's key of a program compiled by a runtime, as 64 hex digits each.
 struct ExecutableKey {
-  /// The digest of the program's StableHLO and compile options, which its entry records:
+  /// The digest of the program's StableHLO and compile options (with the platform's
+  /// defaults, Runtime::effective_compile_options), which its entry records:
   /// an entry stored under the wrong key by a faulty writer is caught by it.
   std::string program;
   /// The digest of `program` and of everything else that decides the compiled code: the

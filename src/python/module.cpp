@@ -172,6 +172,7 @@ NB_MODULE(_core, m) {
   nb::list platforms;
   nb::dict xla_platforms;
   nb::dict client_defaults;
+  nb::dict compile_defaults;
   for (const Platform& p : kPlatforms) {
     const nb::str name(p.name.data(), p.name.size());
     platforms.append(name);
@@ -182,10 +183,18 @@ NB_MODULE(_core, m) {
           std::visit([](auto v) { return nb::cast(v); }, o.value);
     }
     client_defaults[name] = defaults;
+    nb::list compile;  // (option, value, the operation whose programs get it, or "")
+    for (const CompileDefault& o : p.compile_defaults) {
+      compile.append(nb::make_tuple(nb::str(o.name.data(), o.name.size()),
+                                    nb::str(o.value.data(), o.value.size()),
+                                    nb::str(o.operation.data(), o.operation.size())));
+    }
+    compile_defaults[name] = nb::tuple(compile);
   }
   m.attr("PLATFORMS") = nb::tuple(platforms);
   m.attr("XLA_PLATFORMS") = xla_platforms;
   m.attr("CLIENT_DEFAULTS") = client_defaults;
+  m.attr("COMPILE_DEFAULTS") = compile_defaults;
   nb::dict aliases;
   for (const auto& [alias, platform] : kPlatformAliases) {
     aliases[nb::str(alias.data(), alias.size())] = nb::str(platform.data(), platform.size());

@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "runtime/compile_options.hpp"
 #include "runtime/element_type.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/platforms.hpp"
@@ -62,8 +63,14 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
   return runtime;
 }
 
+std::string Runtime::effective_compile_options(std::string_view code,
+                                               std::string_view compile_options) const {
+  return with_default_compile_options(platform_, code, compile_options);
+}
+
 pjrt::LoadedExecutable Runtime::compile_loaded(std::string_view code,
                                               std::string_view compile_options) const {
+  const std::string options = effective_compile_options(code, compile_options);
   auto program = pjrt::make_args<PJRT_Program>();
   std::string code_copy(code);  // PJRT_Program.code is not const
   program.code = code_copy.data();
@@ -73,8 +80,8 @@ pjrt::LoadedExecutable Runtime::compile_loaded(std::string_view code,
   auto args = pjrt::make_args<PJRT_Client_Compile_Args>();
   args.client = client_.get();
   args.program = &program;
-  args.compile_options = compile_options.data();
-  args.compile_options_size = compile_options.size();
+  args.compile_options = options.data();
+  args.compile_options_size = options.size();
   CYXLA_PJRT_CALL(*plugin_, PJRT_Client_Compile, args, ErrorKind::Compile);
   return pjrt::LoadedExecutable(plugin_->api(), args.executable);
 }

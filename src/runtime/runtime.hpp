@@ -39,7 +39,13 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Whether device buffers live in host memory, so inputs can alias it (the CPU).
   bool host_is_device() const noexcept { return host_is_device_; }
 
-  /// Compiles StableHLO bytecode (`format` "mlir") with serialized CompileOptionsProto.
+  /// `compile_options` (a serialized CompileOptionsProto) as this runtime compiles the
+  /// StableHLO `code` with them: after the compile defaults of its platform that apply to
+  /// the program, which they may override.
+  std::string effective_compile_options(std::string_view code,
+                                        std::string_view compile_options) const;
+  /// Compiles StableHLO bytecode (`format` "mlir") with serialized CompileOptionsProto, and
+  /// the platform's compile defaults (effective_compile_options).
   pjrt::LoadedExecutable compile_loaded(std::string_view code,
                                         std::string_view compile_options) const;
   /// Loads an executable that Executable::serialize produced with the same plugin.

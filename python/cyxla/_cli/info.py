@@ -1,6 +1,7 @@
 """`python -m cyxla info`: everything a bug report needs, one `name: value` a line (as
 `jax.print_environment_info()` prints it): cyxla, Python, jax, jaxlib, numpy, the plugins
-with their versions and their fit with jaxlib, the disk cache and the native ABI."""
+with their versions and their fit with jaxlib, the options programs compile with by default,
+the disk cache and the native ABI."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import platform
 import sys
 
-from cyxla import _abi, _compat, _plugins
+from cyxla import _abi, _compat, _platforms, _plugins
 from cyxla._cache import store
 from cyxla._errors import PluginNotFoundError
 from cyxla._version import __version__
@@ -66,6 +67,11 @@ def lines() -> list[str]:
         found.append(f"plugin {_plugins.PLUGIN_ENVIRONMENT_VARIABLE}: {_plugin(override)}")
     if not any(line.startswith("plugin ") for line in found):
         found.append("plugin: none installed (pip install 'cyxla[cpu]')")
+    found += [
+        f"compile defaults ({name}): {', '.join(map(str, defaults))}"
+        for name, defaults in _platforms.COMPILE_DEFAULTS.items()
+        if defaults
+    ]
     directory = store.cache_directory()
     found.append(f"cache directory: {directory if directory is not None else 'off'}")
     found.append(f"native ABI version: {_abi.abi_version()}")
