@@ -51,7 +51,7 @@ inline constexpr DefaultOption kGpuDefaults[] = {{"preallocate", false}};
 // elements returned other elements' values. jaxlib's build (AVX) goes wrong the same way
 // at 512 bits. A 128-bit vector is passed alike on both sides. XLA reaches atan only from
 // atan2 (an arctangent is atan2(x, 1)), so other programs keep 256 bits: at 128, 2 * x + 1
-// on 4 MiB took 1.16x as long (benchmarks/vector_width.py).
+// on 4 MiB took 1.13x as long (benchmarks/vector_width.py).
 inline constexpr CompileDefault kCpuCompileDefaults[] = {
     {"xla_cpu_prefer_vector_width", "128", "atan2"}};
 }  // namespace detail
