@@ -352,8 +352,8 @@ def compile_program(
             compile defaults of the platform (for example
             `{"xla_cpu_enable_fast_math": False}`; `python -m cyxla info` lists cyxla's,
             such as the CPU's `xla_cpu_prefer_vector_width=128` for programs with an
-            atan2, which keeps `jnp.arctan` right). A program loaded from a file compiles with the file's
-            compile options unless options are given.
+            atan2, which keeps `jnp.arctan` right). A program loaded from a file compiles
+            with the file's compile options unless options are given.
 
     Returns:
         The executable, and statistics of the compile (its seconds, whether it was a
