@@ -36,7 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import cyxla
-from cyxla import _benchmark, _lowering
+from cyxla import _benchmark
+from cyxla._lower import lowering as _lowering
 
 
 def sin3(x: jax.Array) -> jax.Array:

@@ -24,7 +24,7 @@ _CHILD = """
 import dataclasses, json, sys, time
 import jax, jax.numpy as jnp
 import cyxla
-from cyxla import _backend
+from cyxla._run import backend as _backend
 
 def small(x, w):
     return jnp.tanh(x @ w) + jnp.sin(x)

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 import cyxla as cx
-from cyxla import _benchmark, _plugins
+from cyxla import _benchmark
+from cyxla._run import plugins as _plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "standalone"

@@ -60,7 +60,8 @@ cyxla.lower(mlp, [x, [jax.ShapeDtypeStruct((64, 64), f32)] * 20]).save(sys.argv[
 _CHILD = """
 import json, sys, time
 import cyxla
-from cyxla import _backend, _plugins
+from cyxla._run import backend as _backend
+from cyxla._run import plugins as _plugins
 from cyxla._ffi import registry
 
 phases = {}
@@ -172,7 +173,7 @@ def lean_start(starts: int) -> None:
     sys.path.insert(0, str(ROOT / "examples" / "standalone"))
     import export  # the standalone example's MLP
 
-    from cyxla import _plugins
+    from cyxla._run import plugins as _plugins
 
     plugin = _plugins.entry_for("cpu").library_path()
     with tempfile.TemporaryDirectory() as directory:

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "cache/entry.hpp"
-#include "program/little_endian.hpp"
-#include "program/sha256.hpp"
+#include "common/little_endian.hpp"
+#include "common/sha256.hpp"
 
 namespace {
 
@@ -27,10 +27,10 @@ constexpr std::string_view kVersion = "0.0.0";
 void reseal(std::string& entry, size_t header_size) {
   if (entry.size() < kPrefixSize) return;
   std::string length;
-  cyxla::program::append_little_endian<uint32_t>(length, static_cast<uint32_t>(header_size));
+  cyxla::append_little_endian<uint32_t>(length, static_cast<uint32_t>(header_size));
   entry.replace(12, 4, length);
   const auto sum =
-      cyxla::program::Sha256().update(std::string_view(entry).substr(kPrefixSize)).digest();
+      cyxla::Sha256().update(std::string_view(entry).substr(kPrefixSize)).digest();
   std::memcpy(entry.data() + 16, sum.data(), sum.size());
 }
 
@@ -59,7 +59,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   if (seed % 2 == 0) {
     if (auto fields = cyxla::cache::parse_header(header)) {
       (*fields)["binding"] = cyxla::cache::binding(kKind, kKey, payload);
-      header = cyxla::program::json::dump(*fields);
+      header = cyxla::json::dump(*fields);
     }
   }
   std::string entry(input.substr(0, kPrefixSize));

@@ -1,14 +1,14 @@
 // libFuzzer target: the strict JSON reader of the disk cache's entry headers
-// (src/program/json.cpp). Whatever parses must write back as JSON that parses to the same
+// (src/common/json.cpp). Whatever parses must write back as JSON that parses to the same
 // value (the writer's contract), and nothing may crash or run past the nesting bound.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "program/json.hpp"
+#include "common/json.hpp"
 
-namespace json = cyxla::program::json;
+namespace json = cyxla::json;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "program/crc32.hpp"
-#include "program/little_endian.hpp"
+#include "common/crc32.hpp"
+#include "common/little_endian.hpp"
 #include "program/program_file.hpp"
 
 namespace {
@@ -102,7 +102,7 @@ std::vector<std::string> lines_of(std::string_view text) {
 
 void write_u64(std::string& file, size_t offset, uint64_t value) {
   std::string bytes;
-  program::append_little_endian<uint64_t>(bytes, value);
+  cyxla::append_little_endian<uint64_t>(bytes, value);
   file.replace(offset, 8, bytes);
 }
 
@@ -115,7 +115,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   Random random(seed);
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const auto section = [&](size_t offset) {
-    return program::read_little_endian<uint64_t>(input, offset);
+    return cyxla::read_little_endian<uint64_t>(input, offset);
   };
   const bool whole = size >= kHeaderSize &&
                      section(16) <= size && section(24) <= size && section(32) <= size &&
@@ -126,7 +126,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     const size_t n = LLVMFuzzerMutate(data, size, max_size);
     if (n >= kHeaderSize && random.below(8) != 0) {
       std::string file(reinterpret_cast<const char*>(data), n);
-      const uint32_t crc = program::crc32(std::string_view(file).substr(kCheckedFrom));
+      const uint32_t crc = cyxla::crc32(std::string_view(file).substr(kCheckedFrom));
       for (size_t i = 0; i < 4; ++i) data[12 + i] = static_cast<uint8_t>(crc >> (8 * i));
     }
     return n;
@@ -181,7 +181,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   for (const std::string& line : lines) metadata += line;
   if (choice != 4) write_u64(header, 16, metadata.size());
   std::string file = header + metadata + rest;
-  const uint32_t crc = program::crc32(std::string_view(file).substr(kCheckedFrom));
+  const uint32_t crc = cyxla::crc32(std::string_view(file).substr(kCheckedFrom));
   for (size_t i = 0; i < 4; ++i) file[12 + i] = static_cast<char>(crc >> (8 * i));
   if (file.size() > max_size) return LLVMFuzzerMutate(data, size, max_size);
   std::memcpy(data, file.data(), file.size());

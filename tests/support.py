@@ -136,7 +136,7 @@ def run_steps(code: str, env: dict[str, str] | None = None) -> list[list[str]]:
 
 def plugin_library() -> str:
     """The CPU plugin's library, as cyxla finds it."""
-    from cyxla import _plugins
+    from cyxla._run import plugins as _plugins
 
     return _plugins.entry_for("cpu").library_path()
 

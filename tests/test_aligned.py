@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla._aligned import empty_at
+from cyxla._run.aligned import empty_at
 
 from support import compile_fn, spec
 

@@ -21,7 +21,7 @@ import pytest
 
 import cyxla as cx
 from cyxla import _core
-from cyxla._program import encode_specs
+from cyxla._program.program import encode_specs
 
 from support import (
     INVALID_ARGUMENT,

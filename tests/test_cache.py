@@ -29,11 +29,12 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core, _plugins
+from cyxla import _core
 from cyxla.__main__ import main as cli
-from cyxla._cache import keys as cache_keys
 from cyxla._cache import store
-from cyxla._compile_options import compile_options
+from cyxla._jax.compile_options import compile_options
+from cyxla._lower import cache_key as cache_keys
+from cyxla._run import plugins as _plugins
 
 from program_file_writer import pack, parts, replace_metadata
 from support import (
@@ -1631,7 +1632,7 @@ def test_store_lowered_refuses_a_structure_that_does_not_round_trip(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The guard behind the encoding: what would come back different is not stored."""
-    from cyxla import _output_tree
+    from cyxla._program import output_tree as _output_tree
 
     monkeypatch.setattr(_output_tree, "_encode", lambda tree, writer: {"tuple": ["*"]})
     with pytest.raises(cx.UnsupportedProgramError, match=r"output structure .* cannot be stored"):

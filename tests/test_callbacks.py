@@ -26,7 +26,8 @@ import pytest
 import scipy.special
 
 import cyxla as cx
-from cyxla import _callbacks, _core
+from cyxla import _core
+from cyxla._ffi import callbacks as _callbacks
 
 from program_file_writer import replace_metadata
 from support import PJRT, Error, Input, ProgramSpec, compile_c, table

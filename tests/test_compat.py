@@ -18,11 +18,13 @@ import jax
 import pytest
 
 import cyxla as cx
-from cyxla import _compat, _core, _plugins
+from cyxla import _core
 from cyxla._cli import info as cli_info
 from cyxla._cli import plugins as cli_plugins
 from cyxla._errors import PluginVersionError
 from cyxla._ffi import registry
+from cyxla._run import compat as _compat
+from cyxla._run import plugins as _plugins
 from cyxla._version import __version__
 
 from support import run_cyxla, run_python
@@ -38,7 +40,7 @@ def header_ffi_version() -> tuple[int, int]:
 
 @pytest.fixture
 def newer_jaxlib(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
-    """Makes `_compat` see a jax and jaxlib 0.12.0 that write StableHLO `stablehlo` and
+    """Makes `compat` see a jax and jaxlib 0.12.0 that write StableHLO `stablehlo` and
     build handlers against XLA FFI `ffi`; the plugin's side stays what is installed."""
 
     def simulate(stablehlo: tuple[int, ...] = (1, 99, 0), ffi: tuple[int, int] = (0, 9)) -> None:
@@ -222,7 +224,7 @@ def test_loading_warns_in_a_fresh_process() -> None:
         import warnings
         import jax
         import cyxla as cx
-        from cyxla import _compat
+        from cyxla._run import compat as _compat
         _compat.jaxlib_ffi_version = lambda: (0, 9)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

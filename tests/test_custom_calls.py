@@ -26,11 +26,11 @@ from jax._src.lib import xla_client
 
 import cyxla as cx
 from cyxla import _core
-from cyxla import _lowering as cx_lowering
 from cyxla._ffi import checks as ffi_checks
 from cyxla._ffi import mirror, registry
 from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi import sources as ffi_sources
+from cyxla._lower import lowering as cx_lowering
 
 from support import F32, OK, Error, Input, ProgramSpec, run_python, table
 
@@ -365,7 +365,7 @@ def test_cyxla_registration_before_the_plugin_loads(handler_library: Path) -> No
     result = _scenario(
         """
         import cyxla as cx
-        from cyxla import _backend
+        from cyxla._run import backend as _backend
         cx.register_ffi_target("scale", capsule)
         assert _backend.loaded() is None
         print(json.dumps(run()))

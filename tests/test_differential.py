@@ -20,7 +20,7 @@ import pytest
 from jax import lax
 
 import cyxla as cx
-from cyxla._aligned import empty_at
+from cyxla._run.aligned import empty_at
 
 from support import specs_of
 

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core, _plugins, _stablehlo
-from cyxla import _lowering as cx_lowering
-from cyxla._lowering import IN_PLACE_MIN_BYTES
+from cyxla import _core
+from cyxla._jax import stablehlo as _stablehlo
+from cyxla._lower import lowering as cx_lowering
+from cyxla._lower.lowering import IN_PLACE_MIN_BYTES
+from cyxla._run import plugins as _plugins
 
 from support import compile_fn, plugin_library, run_cyxla, run_steps, spec
 
@@ -468,7 +470,7 @@ def test_outputs_claimed_in_place_are_checked_against_the_compiled_program() -> 
 
 def test_saving_a_program_does_not_read_its_stablehlo(monkeypatch: pytest.MonkeyPatch) -> None:
     # Corrupted StableHLO could crash jaxlib's reader: saving and pickling only copy it.
-    from cyxla import _jaxlib
+    from cyxla._jax import jaxlib as _jaxlib
 
     lowered = cx.lower(jnp.sin, [spec((IN_PLACE_MIN_BYTES // 4,), np.float32)])
     corrupted = dataclasses.replace(lowered, stablehlo=lowered.stablehlo[:-40])
@@ -631,7 +633,7 @@ def test_no_plugin_package_installed() -> None:
 
 def test_no_plugin_entry_points() -> None:
     """No package provides a cyxla.plugins entry point at all."""
-    steps = run_steps("cx._plugins.discover = lambda: []\n" + _NO_PLUGIN_STEPS)
+    steps = run_steps("cx._run.plugins.discover = lambda: []\n" + _NO_PLUGIN_STEPS)
     assert [kind for kind, _ in steps] == ["PluginNotFoundError"] * 3
     assert "pip install 'cyxla[cpu]'" in steps[0][1]
     assert "cyxla.plugins" in steps[0][1] and "CYXLA_PJRT_PLUGIN" in steps[0][1]
@@ -658,7 +660,7 @@ attempt(lambda: cx.initialize(platform="cpu", options={"cyxla_no_such_option": 3
 attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": "two"}))
 attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": [1, 2.5]}))
 attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": 3}).options)
-attempt(lambda: cx._backend.loaded().runtime.device_count)
+attempt(lambda: cx._run.backend.loaded().runtime.device_count)
 """)
     assert steps[0] == [
         "InvalidArgumentError",

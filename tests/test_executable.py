@@ -22,7 +22,7 @@ import pytest
 
 import cyxla as cx
 from cyxla import _benchmark, _core
-from cyxla._aligned import empty_at
+from cyxla._run.aligned import empty_at
 
 from support import F32, F64, compile_fn, runtime, set_outputs, spec
 
@@ -162,7 +162,7 @@ def test_runs_cache_keeps_only_buffers_that_alias_the_inputs(
     made = control.fake_calls(b"PJRT_Client_BufferFromHostBuffer")
     for k in range(3):
         x[...] = [k, k + 1, k + 2]
-        assert cached([x], [y]) == 0
+        assert cached([x], [y]) == _core._CachedRun.RAN
         np.testing.assert_array_equal(y, x)  # the program copies input 0: what x holds now
     # The scripted plugin copies the host memory into its buffers, on the host too: the
     # cache sees that the buffer does not alias x and keeps none (XLA's CPU client aliases
@@ -178,9 +178,9 @@ def test_runs_cache_keeps_only_buffers_that_alias_the_inputs(
         cached([other], [y])
     control.fake_fail(b"")
     other[...] = 7.0
-    assert cached([other], [y]) == 0
+    assert cached([other], [y]) == _core._CachedRun.RAN
     np.testing.assert_array_equal(y, 7.0)
-    assert cached((x,), (y,)) == 0
+    assert cached((x,), (y,)) == _core._CachedRun.RAN
     np.testing.assert_array_equal(y, x)
 
 
@@ -188,12 +188,13 @@ def test_runs_cache_says_which_side_it_refused(sin_executable: cx.Executable) ->
     cached = _core._CachedRun(sin_executable._native)
     x, y = np.zeros(3, np.float32), np.full(3, 5.0, np.float32)
     view = memoryview(bytearray(12)).cast("f")
+    # Outputs are checked first, and refused by themselves.
     for out in ([y, y], [], y, [view], [y.astype(np.float64)], [y[::-1]], "ab"):
-        assert cached([x], out) == 2, out  # checked first, and refused by itself
+        assert cached([x], out) == _core._CachedRun.OUTPUTS_REFUSED, out
     for given in ([[0.0, 1.0, 2.0]], [x.astype(np.float64)], [x, x], x, [np.zeros(6)[::2]]):
-        assert cached(given, [y]) == 1, given
+        assert cached(given, [y]) == _core._CachedRun.INPUTS_REFUSED, given
     np.testing.assert_array_equal(y, 5.0)  # nothing ran
-    assert cached([x], [y]) == 0
+    assert cached([x], [y]) == _core._CachedRun.RAN
     np.testing.assert_array_equal(y, 0.0)
 
 

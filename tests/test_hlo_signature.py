@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from cyxla import _core
-from cyxla._dtypes import element_type_of
 from cyxla._errors import PjrtError
+from cyxla._program.dtypes import element_type_of
 
 from support import x64_mode
 

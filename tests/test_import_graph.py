@@ -146,7 +146,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     """The instrument first: it finds module-level, function-local, relative and
     `from package import submodule` imports, and a cycle made of them."""
     graph = import_graph()
-    assert "cyxla._ffi.registry" in graph["cyxla._backend"]  # from cyxla._ffi import registry
+    assert "cyxla._ffi.registry" in graph["cyxla._run.backend"]  # from cyxla._ffi import registry
     assert "cyxla._core" in graph["cyxla._abi"]  # a compiled module
     assert "cyxla._cli.bench" in graph["cyxla.__main__"]  # from cyxla._cli import bench
     assert "cyxla.plugins._jax_plugin" in graph["cyxla.plugins.cuda12"]
@@ -194,19 +194,109 @@ def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def test_the_folder_graph_merges_a_subpackage() -> None:
     graph = {
-        "cyxla._cache.keys": {"cyxla._backend"},
-        "cyxla._backend": {"cyxla._ffi.registry"},
+        "cyxla._lower.cache_key": {"cyxla._run.backend"},
+        "cyxla._run.backend": {"cyxla._ffi.registry"},
         "cyxla._ffi.registry": {"cyxla._ffi.plugin"},
-        "cyxla._ffi.plugin": {"cyxla._cache.probes"},
-        "cyxla._cache.probes": set(),
+        "cyxla._ffi.plugin": {"cyxla._cache.store"},
+        "cyxla._cache.store": {"cyxla._run.backend"},
     }
     merged = folder_graph(graph)
     assert merged["cyxla._ffi"] == {"cyxla._cache"}
-    assert cycles(merged) == [["cyxla._backend", "cyxla._ffi", "cyxla._cache", "cyxla._backend"]]
+    assert cycles(merged) == [["cyxla._cache", "cyxla._run", "cyxla._ffi", "cyxla._cache"]]
 
 
 def test_folders_import_one_way() -> None:
     found = cycles(folder_graph(import_graph()))
     assert not found, "import cycles between the folders of python/cyxla:\n" + "\n".join(
         " -> ".join(cycle) for cycle in found
+    )
+
+
+#: JAX's packages, and the folders of cyxla's that import them when imported.
+_JAX = frozenset({"jax", "jaxlib", "ml_dtypes"})
+_JAX_FOLDERS = ("cyxla._jax", "cyxla._lower")
+#: What a process that only loads and runs programs imports: the package, and the folders
+#: of everything it runs (`tests/test_lean_runtime.py` checks such processes).
+_RUN_SIDE = ("cyxla._cache", "cyxla._ffi", "cyxla._program", "cyxla._run", "cyxla._verify")
+
+
+def _import_time_nodes(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run when the module is imported: outside functions and
+    `if TYPE_CHECKING:` blocks."""
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            pending.extend(node.orelse)
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def import_time_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> what importing it imports at once: the package's modules, and the
+    top-level names of other packages (`jax`)."""
+    known = modules(root)
+    graph: dict[str, set[str]] = {}
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        edges = graph.setdefault(module, set())
+        for node in _import_time_nodes(tree):
+            edges.update(t for t in _imported(module, path, node, known) if t != module)
+            if isinstance(node, ast.Import):
+                edges.update(alias.name.split(".")[0] for alias in node.names)
+            elif not node.level and node.module:
+                edges.add(node.module.split(".")[0])
+    return graph
+
+
+def imported_at_once(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Everything that importing `start` imports, directly or not."""
+    seen, pending = set(), [start]
+    while pending:
+        for target in graph.get(pending.pop(), ()):
+            # `import a.b` runs `a` too: a module's packages are imported with it.
+            parents = {".".join(target.split(".")[:end]) for end in range(1, target.count(".") + 1)}
+            for name in {target} | parents:
+                if name not in seen:
+                    seen.add(name)
+                    pending.append(name)
+    return seen
+
+
+def _reaches_jax(module: str, graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        name
+        for name in imported_at_once(graph, module)
+        if name in _JAX or name.startswith(tuple(f + "." for f in _JAX_FOLDERS))
+    )
+
+
+def test_the_import_time_graph_leaves_out_functions_and_type_checking(tmp_path: Path) -> None:
+    package = tmp_path / "cyxla"
+    (package / "_run").mkdir(parents=True)
+    (package / "_lower").mkdir()
+    for init in (package, package / "_run", package / "_lower"):
+        (init / "__init__.py").write_text("")
+    (package / "_lower" / "lowering.py").write_text("import jax\n")
+    (package / "_run" / "lazy.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import jax\n"
+        "def f():\n    from cyxla._lower import lowering\n"
+    )
+    (package / "_run" / "eager.py").write_text("class C:\n    from cyxla._lower import lowering\n")
+    graph = import_time_graph(package)
+    assert _reaches_jax("cyxla._run.lazy", graph) == []
+    assert _reaches_jax("cyxla._run.eager", graph) == ["cyxla._lower.lowering", "jax"]
+
+
+def test_what_runs_programs_imports_no_jax_when_imported() -> None:
+    """The lean rule: importing the package, or any module of the folders that load and
+    run programs, imports neither JAX nor `cyxla._jax` / `cyxla._lower`; those are
+    imported inside the functions that need them."""
+    graph = import_time_graph()
+    run_side = ["cyxla", *(m for m in graph if m.startswith(tuple(f + "." for f in _RUN_SIDE)))]
+    found = {m: r for m in run_side if (r := _reaches_jax(m, graph))}
+    assert not found, "imported when a run-side module is imported:\n" + "\n".join(
+        f"{m}: {', '.join(r)}" for m, r in sorted(found.items())
     )

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import cyxla
-from cyxla import _benchmark, _lowering
-from cyxla._lowering import IN_PLACE_MIN_BYTES
+from cyxla import _benchmark
+from cyxla._lower import lowering as _lowering
+from cyxla._lower.lowering import IN_PLACE_MIN_BYTES
 
 LARGE = IN_PLACE_MIN_BYTES // 4  # f32 elements of the smallest output written in place
 

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _core, _in_place_variant
-from cyxla._aligned import empty_at
+from cyxla import _core
+from cyxla._program import in_place_variant as _in_place_variant
+from cyxla._run.aligned import empty_at
 
 from support import F32, compile_fn, spec
 

@@ -15,7 +15,7 @@ import pytest
 from jax._src.lib.mlir.dialects import hlo
 
 import cyxla as cx
-from cyxla import _stablehlo
+from cyxla._jax import stablehlo as _stablehlo
 
 from support import compile_fn, spec, x64_mode
 

@@ -23,9 +23,11 @@ import numpy as np
 import pytest
 
 import cyxla as cx
-from cyxla import _backend, _core, _platforms, _plugins
-from cyxla._cache import scans
+from cyxla import _core, _platforms
 from cyxla._cli import plugins as cli_plugins
+from cyxla._run import backend as _backend
+from cyxla._run import plugin_scans as scans
+from cyxla._run import plugins as _plugins
 from cyxla.plugins import cpu, cuda12, cuda13, rocm7, tpu
 
 from support import F32, compile_c, plugin_library, run_cyxla, run_python, run_steps, runtime
@@ -196,7 +198,7 @@ def test_initialize_then_other_options_is_refused(library: str) -> None:
         attempt(lambda: cx.initialize(platform="cpu", options={"cpu_device_count": 2}))
         attempt(lambda: cx.initialize(platform="cuda"))
         attempt(lambda: cx.initialize(platform="cpu", options={"asynchronous": False}).options)
-        attempt(lambda: cx._backend.loaded().runtime.device_count)
+        attempt(lambda: cx._run.backend.loaded().runtime.device_count)
         """
     )
     assert steps[0] == ["ok", str(CPU_DEFAULTS)]
@@ -220,7 +222,7 @@ def test_initialize_options_before_first_use() -> None:
         program = cx.lower(lambda x: x * 2, [np.zeros(3, np.float32)])
         executable, _ = cx.compile_program(program)  # compiles with the chosen client
         attempt(lambda: executable.run([np.arange(3.0)])[0].tolist())
-        attempt(lambda: cx._backend.loaded() is loaded)
+        attempt(lambda: cx._run.backend.loaded() is loaded)
         """
     )
     assert steps == [
@@ -264,7 +266,7 @@ def test_initialize_with_a_plugin_of_another_platform(library: str) -> None:
         f"""
         attempt(lambda: cx.initialize({library!r}, platform="cuda",
                                       options={{"preallocate": None}}))
-        attempt(lambda: cx._backend.loaded())
+        attempt(lambda: cx._run.backend.loaded())
         """
     )
     kind, message = steps[0]
@@ -375,9 +377,9 @@ def test_cyxla_pjrt_plugin_variable(library: str) -> None:
         """
         program = cx.lower(lambda x: x * 3, [np.zeros(2, np.float32)])  # loads the plugin
         attempt(lambda: program.platform)
-        attempt(lambda: (cx._backend.loaded().platform, cx._backend.loaded().library))
+        attempt(lambda: (cx._run.backend.loaded().platform, cx._run.backend.loaded().library))
         attempt(lambda: cx.compile_program(program)[0].run([np.ones(2)])[0].tolist())
-        attempt(lambda: cx.initialize() is cx._backend.loaded())
+        attempt(lambda: cx.initialize() is cx._run.backend.loaded())
         """,
         {"CYXLA_PJRT_PLUGIN": library},
     )
@@ -441,7 +443,7 @@ def test_lower_follows_jax_platforms() -> None:
     steps = run_steps(
         """
         attempt(lambda: cx.lower(lambda x: x, [np.zeros(1)]).platform)
-        attempt(lambda: cx._backend.loaded())
+        attempt(lambda: cx._run.backend.loaded())
         """,
         {"JAX_PLATFORMS": "cpu"},
     )
@@ -472,11 +474,11 @@ def test_a_plugin_from_another_package(tmp_path: Path, library: str) -> None:
     (info / "entry_points.txt").write_text("[cyxla.plugins]\nzz_cpu = other_cpu_plugin\n")
     steps = run_steps(
         """
-        entries = {e.name: e for e in cx._plugins.discover()}
+        entries = {e.name: e for e in cx._run.plugins.discover()}
         attempt(lambda: (entries["zz_cpu"].platform, entries["zz_cpu"].extra))
-        attempt(lambda: cx._plugins.entry_for("cpu").name)
+        attempt(lambda: cx._run.plugins.entry_for("cpu").name)
         attempt(lambda: dict(cx.initialize(platform="cpu").options))
-        attempt(lambda: cx._backend.loaded().runtime.device_count)
+        attempt(lambda: cx._run.backend.loaded().runtime.device_count)
         """,
         {"PYTHONPATH": str(tmp_path)},
     )

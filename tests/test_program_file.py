@@ -25,9 +25,9 @@ import pytest
 
 import cyxla as cx
 from cyxla import _core
-from cyxla._compile_options import compile_options
-from cyxla._jaxlib import xla_client
-from cyxla._output_tree import MAX_NESTING
+from cyxla._jax.compile_options import compile_options
+from cyxla._jax.jaxlib import xla_client
+from cyxla._program.output_tree import MAX_NESTING
 
 from program_file_writer import HEADER, metadata_of, pack, parts, replace_metadata, rewrite
 from support import INVALID_ARGUMENT, PROGRAM_FILE, run_python

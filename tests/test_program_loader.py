@@ -147,7 +147,7 @@ def test_open_runtime_refuses_a_short_struct_size() -> None:
 
 
 def _parts(program: cx.Program) -> tuple[bytes, bytes, bytes]:
-    from cyxla._compile_options import compile_options
+    from cyxla._jax.compile_options import compile_options
 
     return metadata_text(program).encode(), program.stablehlo, compile_options(None)
 

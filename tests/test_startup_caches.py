@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 import cyxla as cx
-from cyxla._cache import probes, scans, store
+from cyxla._cache import store
+from cyxla._ffi import probes
+from cyxla._run import plugin_scans as scans
 
 from support import run_python
 
@@ -29,7 +31,7 @@ import numpy as np
 import jax, jax.numpy as jnp
 from importlib import metadata
 import cyxla as cx
-from cyxla._cache import probes
+from cyxla._ffi import probes
 from cyxla._ffi import plugin as ffi_plugin, registry
 
 counts = {"probes": 0, "scans": 0}

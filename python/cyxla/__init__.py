@@ -16,14 +16,7 @@ from cyxla._abi import (
     get_library,
     get_pkgconfig_dir,
 )
-from cyxla._aligned import empty, is_aligned, zeros
-from cyxla._backend import LoadedPlugin, initialize, library_identity
-from cyxla._batched_executable import BatchedExecutable, compile_batched
-from cyxla._batched_program import BatchedProgram
-from cyxla._bound import BoundCall
-from cyxla._cache.programs import load_lowered, store_lowered
 from cyxla._cache.store import CACHE_ENVIRONMENT_VARIABLE, cache_directory
-from cyxla._dtypes import ElementType
 from cyxla._errors import (
     AbiVersionError,
     AotToolchainError,
@@ -41,21 +34,28 @@ from cyxla._errors import (
     UnsupportedProgramError,
     VersionSkewWarning,
 )
-from cyxla._executable import CompileStatistics, Executable, compile_program
 from cyxla._ffi.mirror import follow_jax, mirror_jax_registrations
 from cyxla._ffi.registry import register_ffi_target, register_jax_targets
 from cyxla._ffi.sources import MIRROR_ENVIRONMENT_VARIABLE
-from cyxla._plugins import PluginEntry
-from cyxla._program import Program, TensorSpec, load_program
+from cyxla._program.batched import BatchedProgram
+from cyxla._program.cached import load_lowered, store_lowered
+from cyxla._program.dtypes import ElementType
+from cyxla._program.program import Program, TensorSpec, load_program
+from cyxla._run.aligned import empty, is_aligned, zeros
+from cyxla._run.backend import LoadedPlugin, initialize, library_identity
+from cyxla._run.batched import BatchedExecutable, compile_batched
+from cyxla._run.bound import BoundCall
+from cyxla._run.executable import CompileStatistics, Executable, compile_program
+from cyxla._run.plugins import PluginEntry
 from cyxla._version import __version__
 
 if TYPE_CHECKING:
     from cyxla._aot import AotLibrary, export_aot
-    from cyxla._batched_lowering import lower_batched
-    from cyxla._cache.keys import cache_key
-    from cyxla._dtypes import SUPPORTED_DTYPES
-    from cyxla._lowering import lower
-    from cyxla._verification import ProgramFileVerdict, verify_program_file
+    from cyxla._lower.batched import lower_batched
+    from cyxla._lower.cache_key import cache_key
+    from cyxla._lower.lowering import lower
+    from cyxla._program.dtypes import SUPPORTED_DTYPES
+    from cyxla._verify.verdict import ProgramFileVerdict, verify_program_file
 
 #: Public names that a process which only loads and runs programs does not need, imported
 #: on first use (PEP 562): those that import JAX, ml_dtypes (SUPPORTED_DTYPES) or the
@@ -63,13 +63,13 @@ if TYPE_CHECKING:
 #: called). Such a process never imports JAX.
 _IMPORTED_ON_USE = {
     "AotLibrary": "cyxla._aot",
-    "ProgramFileVerdict": "cyxla._verification",
-    "SUPPORTED_DTYPES": "cyxla._dtypes",
-    "cache_key": "cyxla._cache.keys",
-    "lower": "cyxla._lowering",
-    "lower_batched": "cyxla._batched_lowering",
+    "ProgramFileVerdict": "cyxla._verify.verdict",
+    "SUPPORTED_DTYPES": "cyxla._program.dtypes",
+    "cache_key": "cyxla._lower.cache_key",
+    "lower": "cyxla._lower.lowering",
+    "lower_batched": "cyxla._lower.batched",
     "export_aot": "cyxla._aot",
-    "verify_program_file": "cyxla._verification",
+    "verify_program_file": "cyxla._verify.verdict",
 }
 
 

@@ -14,8 +14,8 @@
 #include "abi/registry.hpp"
 #include "abi/status.hpp"
 #include "common/error.hpp"
+#include "loading/load_or_compile.hpp"
 #include "pjrt/ffi.hpp"
-#include "program/load_or_compile.hpp"
 #include "program/program_file.hpp"
 #include "runtime/client_options.hpp"
 #include "runtime/executable.hpp"
@@ -112,9 +112,9 @@ uint64_t load(const std::string& path) {
     throw Error(ErrorKind::InvalidArgument,
                 "no runtime is open: call cyxla_open_runtime before loading " + path);
   }
-  const program::Origin origin{path, ErrorKind::ProgramFile, true};
+  const loading::Origin origin{path, ErrorKind::ProgramFile, true};
   return Registry::instance().add(
-      program::load_or_compile(*runtime, program::read(path), origin).executable);
+      loading::load_or_compile(*runtime, program::read(path), origin).executable);
 }
 
 /// The XLA name of a platform ("Host" for the CPU), as registrations use it.

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
-#include "program/utf8.hpp"
+#include "common/utf8.hpp"
 
 namespace cyxla::abi {
 namespace {
@@ -33,13 +33,12 @@ void make_utf8(char* message, size_t capacity) noexcept {
   const size_t size = std::strlen(message);
   std::memcpy(original, message, size);
   size_t written = 0;
-  program::for_each_printable(std::string_view(original, size), false,
-                              [&](std::string_view piece) {
-                                if (written + piece.size() >= capacity) return false;
-                                std::memcpy(message + written, piece.data(), piece.size());
-                                written += piece.size();
-                                return true;
-                              });
+  for_each_printable(std::string_view(original, size), false, [&](std::string_view piece) {
+    if (written + piece.size() >= capacity) return false;
+    std::memcpy(message + written, piece.data(), piece.size());
+    written += piece.size();
+    return true;
+  });
   message[written] = '\0';
 }
 

@@ -5,15 +5,11 @@
 #include <cstring>
 #include <limits>
 
-#include "program/little_endian.hpp"
-#include "program/sha256.hpp"
+#include "common/little_endian.hpp"
+#include "common/sha256.hpp"
 
 namespace cyxla::cache {
 namespace {
-
-using program::append_little_endian;
-using program::read_little_endian;
-using program::Sha256;
 
 constexpr std::string_view kMagic("CYXLA\0CE", 8);
 constexpr std::string_view kNul("\0", 1);

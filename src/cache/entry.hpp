@@ -11,11 +11,9 @@
 #include <string>
 #include <string_view>
 
-#include "program/json.hpp"
+#include "common/json.hpp"
 
 namespace cyxla::cache {
-
-namespace json = program::json;
 
 /// Bumped whenever the layout of an entry changes; entries of another format are foreign.
 /// 2 (2026-12): headers bind key and payload (`binding`), executables record the key's

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "program/utf8.hpp"
+#include "common/utf8.hpp"
 
 namespace cyxla::pjrt {
 
@@ -47,7 +47,7 @@ std::string error_message(const PJRT_Api* api, const PJRT_Error* error) {
   auto args = make_args<PJRT_Error_Message_Args>();
   args.error = error;
   api->PJRT_Error_Message(&args);
-  return program::with_bytes_escaped(std::string_view(args.message, args.message_size));
+  return with_bytes_escaped(std::string_view(args.message, args.message_size));
 }
 
 int error_code(const PJRT_Api* api, const PJRT_Error* error) {

@@ -12,10 +12,10 @@
 #include <set>
 #include <utility>
 
-#include "program/crc32.hpp"
-#include "program/json.hpp"
-#include "program/little_endian.hpp"
-#include "program/utf8.hpp"
+#include "common/crc32.hpp"
+#include "common/json.hpp"
+#include "common/little_endian.hpp"
+#include "common/utf8.hpp"
 #include "runtime/element_type.hpp"
 #include "runtime/platforms.hpp"
 
@@ -170,7 +170,7 @@ void check_keys(const json::Array& keys, std::string_view kind) {
   }
 }
 
-/// The leaves of an encoded output structure, as cyxla._output_tree writes it: "*" a
+/// The leaves of an encoded output structure, as cyxla._program.output_tree writes it: "*" a
 /// leaf, null None, {"tuple": [...]} and {"list": [...]} their children, {"dict": [keys,
 /// children]} and {"ordered_dict": [keys, children]}. Recurses no deeper than the parse.
 size_t leaves(const json::Value& node) {

@@ -17,7 +17,7 @@ namespace cyxla::program {
 /// The format this cyxla writes, and the newest it reads.
 inline constexpr uint32_t kFormatVersion = 1;
 /// The deepest nesting of JSON arrays and objects in an output_tree line (Python's
-/// cyxla._output_tree.MAX_NESTING reads it from here).
+/// cyxla._program.output_tree.MAX_NESTING reads it from here).
 inline constexpr int kMaxTreeNesting = 512;
 
 /// What a program file holds, checked.
@@ -36,7 +36,7 @@ struct ProgramFile {
   std::string compile_options;  // a serialized xla.CompileOptionsProto
   std::string jax_version;      // empty when the file does not say
   std::string jaxlib_version;   // empty when the file does not say
-  /// The output structure as JSON (Python's cyxla._output_tree encoding), checked to be
+  /// The output structure as JSON (Python's cyxla._program.output_tree encoding), checked to be
   /// one of `outputs.size()` leaves; none when the outputs are a flat tuple.
   std::optional<std::string> output_tree;
 };

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "cache/store.hpp"
-#include "program/utf8.hpp"
+#include "common/utf8.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -31,7 +31,7 @@ nb::str path_text(const fs::path& path) {
 
 /// A message, whatever bytes a hostile entry put in it.
 nb::str message_text(std::string_view text) {
-  const std::string repaired = program::with_bytes_escaped(text);
+  const std::string repaired = with_bytes_escaped(text);
   return nb::steal<nb::str>(
       PyUnicode_FromStringAndSize(repaired.data(), static_cast<Py_ssize_t>(repaired.size())));
 }
@@ -76,8 +76,8 @@ cache::Platform platform_of(const std::optional<std::string>& name) {
   return cache::Platform::unix_like;
 }
 
-cache::json::Object header_of(std::string_view text) {
-  std::optional<cache::json::Object> header = cache::parse_header(text);
+json::Object header_of(std::string_view text) {
+  std::optional<json::Object> header = cache::parse_header(text);
   if (!header) {
     throw std::invalid_argument("an entry's header must be a JSON object of plain values, nested "
                                 "at most " + std::to_string(cache::kHeaderDepth) + " deep");
@@ -163,7 +163,7 @@ void bind_cache(nb::module_& module) {
         std::optional<cache::Entry> entry =
             warning([&](Warnings* w) { return cache::read(kind, key, w); });
         if (!entry) return nb::none();
-        return nb::make_tuple(path_text(entry->path), cache::json::dump(entry->header),
+        return nb::make_tuple(path_text(entry->path), json::dump(entry->header),
                               nb::bytes(entry->payload.data(), entry->payload.size()));
       },
       "kind"_a, "key"_a, "The checked entry of `key` as (path, header JSON, payload), or None.");
@@ -171,7 +171,7 @@ void bind_cache(nb::module_& module) {
       "write",
       [](const std::string& kind, const std::string& key, const std::string& header,
          nb::bytes payload) -> nb::object {
-        cache::json::Object fields = header_of(header);
+        json::Object fields = header_of(header);
         const std::string_view bytes(payload.c_str(), payload.size());
         std::optional<fs::path> path = warning(
             [&](Warnings* w) { return cache::write(kind, key, std::move(fields), bytes, w); });
@@ -195,9 +195,9 @@ void bind_cache(nb::module_& module) {
   m.def(
       "peek",
       [](nb::bytes path) -> std::optional<std::string> {
-        std::optional<cache::json::Object> header = cache::peek(path_of(path));
+        std::optional<json::Object> header = cache::peek(path_of(path));
         if (!header) return std::nullopt;
-        return cache::json::dump(*header);
+        return json::dump(*header);
       },
       "path"_a, "The unchecked header JSON of the file at `path`, or None.");
   m.def(

@@ -1,6 +1,6 @@
 // The handler of cyxla's Python host callbacks. It lives in the Python binding, not in the
 // core: the core never takes the GIL. Until a callback fires it costs nothing; a firing
-// one takes the GIL, hands the Python dispatcher (cyxla._callbacks.dispatch) views of the
+// one takes the GIL, hands the Python dispatcher (cyxla._ffi.callbacks.dispatch) views of the
 // operand and result buffers, and releases the GIL. A failure of the callback fails the
 // custom call with its message, which XLA returns from the execution.
 #include "python/host_callback.hpp"

@@ -12,13 +12,13 @@
 
 #include "abi/registry.hpp"
 #include "abi/table.hpp"
+#include "cache/executable_key.hpp"
+#include "common/json.hpp"
+#include "common/utf8.hpp"
+#include "loading/load_or_compile.hpp"
 #include "pjrt/ffi.hpp"
 #include "pjrt/plugin.hpp"
-#include "program/executable_key.hpp"
-#include "program/load_or_compile.hpp"
-#include "program/json.hpp"
 #include "program/program_file.hpp"
-#include "program/utf8.hpp"
 #include "python/batch_buffers.hpp"
 #include "python/cache.hpp"
 #include "python/host_buffers.hpp"
@@ -100,7 +100,7 @@ nb::object error_class(ErrorKind kind) {
 void set_python_error(const Error& e) {
   const nb::object cls = error_class(e.kind());
   // Messages quote paths and plugins' text, which need not be UTF-8.
-  const std::string text = program::with_bytes_escaped(e.what());
+  const std::string text = with_bytes_escaped(e.what());
   const nb::object message =
       nb::steal(PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())));
   nb::object error;
@@ -310,7 +310,7 @@ NB_MODULE(_core, m) {
   m.def("set_python_callback_dispatcher", &python::set_python_callback_dispatcher,
         "dispatcher"_a,
         "Sets dispatch(callback_id, operands, results) -> str | None, which a firing Python "
-        "callback calls with the GIL held (cyxla._callbacks.dispatch).");
+        "callback calls with the GIL held (cyxla._ffi.callbacks.dispatch).");
   // A test hook (the custom-call tests check the probe with it); the underscore keeps it
   // out of the generated stubs.
   m.def(
@@ -336,12 +336,12 @@ NB_MODULE(_core, m) {
         program.outputs = to_specs(outputs);
         program.custom_calls = std::move(custom_calls);
         program.donated_outputs = std::move(donated_outputs);
-        const program::Origin origin{source, ErrorKind::InvalidArgument, false};
-        program::Compiled compiled;
+        const loading::Origin origin{source, ErrorKind::InvalidArgument, false};
+        loading::Compiled compiled;
         cache::Warnings warnings;
         try {
           nb::gil_scoped_release release;
-          compiled = program::load_or_compile(runtime, program, origin, &warnings);
+          compiled = loading::load_or_compile(runtime, program, origin, &warnings);
         } catch (...) {
           python::give_cache_warnings(warnings);
           throw;
@@ -352,7 +352,7 @@ NB_MODULE(_core, m) {
       },
       "runtime"_a, "source"_a, "name"_a, "platform"_a, "stablehlo"_a, "compile_options"_a,
       "inputs"_a, "outputs"_a, "custom_calls"_a, "donated_outputs"_a,
-      "The program's executable, from the disk cache or compiled (program/load_or_compile.hpp): "
+      "The program's executable, from the disk cache or compiled (loading/load_or_compile.hpp): "
       "(executable, cache_hit, compile_seconds, load_seconds, cache_error). `source` starts "
       "every refusal; every spec and the outputs written in place are checked against the "
       "executable.");
@@ -371,7 +371,7 @@ NB_MODULE(_core, m) {
   m.def(
       "library_identity",
       [](const pjrt::Plugin& plugin) {  // GCOVR_EXCL_LINE
-        const program::LibraryIdentity identity = program::library_identity(plugin);
+        const cache::LibraryIdentity identity = cache::library_identity(plugin);
         return nb::make_tuple(identity.path, identity.size, identity.mtime_ns);
       },
       "plugin"_a,
@@ -482,20 +482,26 @@ NB_MODULE(_core, m) {
            "Evaluates `n` points: reads the C-contiguous buffers `inputs`, writes `outputs`.");
 
   // Internal (Executable.run's per-call path), hence the underscore.
-  nb::class_<python::CachedRun>(m, "_CachedRun",  // GCOVR_EXCL_LINE
-                                "Executable.run's calls, with the buffers of the last call's "
-                                "inputs kept for the next (runtime/cached_call.hpp).")
-      .def(nb::init<std::shared_ptr<Executable>>(), "executable"_a)
+  nb::class_<python::CachedRun> cached_run(m, "_CachedRun",  // GCOVR_EXCL_LINE
+                                           "Executable.run's calls, with the buffers of the "
+                                           "last call's inputs kept for the next "
+                                           "(runtime/cached_call.hpp).");
+  // What a call returns, in one home: src/python/host_buffers.hpp.
+  cached_run.attr("RAN") = int{python::CachedRun::kRan};
+  cached_run.attr("INPUTS_REFUSED") = int{python::CachedRun::kInputsRefused};
+  cached_run.attr("OUTPUTS_REFUSED") = int{python::CachedRun::kOutputsRefused};
+  cached_run.attr("RAN_ASKING_FOR_VARIANT") = int{python::CachedRun::kRanAskingForVariant};
+  cached_run.def(nb::init<std::shared_ptr<Executable>>(), "executable"_a)
       .def("__call__", &python::CachedRun::call, "inputs"_a, "outputs"_a, "converted"_a = false,
-           "Runs the program on `inputs` into `outputs`: 0, or 3 when it asks for the "
-           "variant that reads the unaligned inputs in place; or runs nothing and returns 2 "
-           "when `outputs` is not a list or tuple of NumPy arrays exactly the outputs, else "
-           "1 when `inputs` are not exactly the inputs (a list, a strided or misaligned "
-           "array, another dtype).")
+           "Runs the program on `inputs` into `outputs`: RAN, or RAN_ASKING_FOR_VARIANT when "
+           "it asks for the variant that reads the unaligned inputs in place; or runs nothing "
+           "and returns OUTPUTS_REFUSED when `outputs` is not a list or tuple of NumPy arrays "
+           "exactly the outputs, else INPUTS_REFUSED when `inputs` are not exactly the inputs "
+           "(a list, a strided or misaligned array, another dtype).")
       .def(
           "variant_inputs",
           [](const python::CachedRun& r) { return from_specs(r.variant_inputs()); },
-          "The inputs of the variant the call that returned 3 asked for "
+          "The inputs of the variant the call that returned RAN_ASKING_FOR_VARIANT asked for "
           "(runtime/in_place_variant.hpp): the program's, a large unaligned one as a 1-D "
           "array 64 bytes longer, then s32[k], the offsets.")
       .def("read_in_place", &python::CachedRun::read_in_place, "variant"_a,

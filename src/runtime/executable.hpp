@@ -17,8 +17,9 @@ class Runtime;
 class Executable {
  public:
   /// `donated_outputs[k]` is the output whose result the program may write into its
-  /// parameter inputs.size() + k, which aliases that output (see _lowering.py): execute
-  /// passes the caller's output memory there, so the plugin writes the result in place.
+  /// parameter inputs.size() + k, which aliases that output (see cyxla/_lower/lowering.py):
+  /// execute passes the caller's output memory there, so the plugin writes the result in
+  /// place.
   Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
              std::vector<TensorSpec> inputs, std::vector<size_t> donated_outputs = {});
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cyxla._abi import HOST_ALIGNMENT
 from cyxla._aot import kernel_plan
 from cyxla._aot.kernel_plan import KernelPlan
-from cyxla._program import TensorSpec
+from cyxla._program.program import TensorSpec
 
 __all__ = ["ALIGNMENT", "XLA_KERNEL_ABI", "Layout", "header_text", "layout_of", "source_text"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cyxla._aot import tfcompile
 from cyxla._errors import AotToolchainError, UnsupportedProgramError
-from cyxla._program import load_program
+from cyxla._program.program import load_program
 
 
 def main(argv: list[str]) -> int:

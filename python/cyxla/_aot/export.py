@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cyxla._aot import c_source, kernel_plan, tfcompile
 from cyxla._errors import AotToolchainError, InvalidArgumentError, UnsupportedProgramError
-from cyxla._program import Program, load_program
+from cyxla._program.program import Program, load_program
 from cyxla._version import __version__
 
 __all__ = ["AotLibrary", "export_aot"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cyxla._errors import AotToolchainError, InvalidArgumentError, UnsupportedProgramError
-from cyxla._program import Program, TensorSpec
+from cyxla._program.program import Program, TensorSpec
 
 __all__ = [
     "CHILD_REFUSED",

@@ -20,9 +20,10 @@ import jax
 import numpy as np
 
 import cyxla
-from cyxla import _benchmark, _lowering
-from cyxla._aligned import empty_at, zeros
+from cyxla import _benchmark
 from cyxla._bench.programs import BenchProgram
+from cyxla._lower import lowering
+from cyxla._run.aligned import empty_at, zeros
 
 __all__ = [
     "BOUND_PY",
@@ -145,12 +146,12 @@ def plain(array: np.ndarray) -> np.ndarray:
 def _outputs_copied_out() -> Iterator[None]:
     """`lower` without donated output parameters (every result copied out), as cyxla
     lowered before it wrote large results in place."""
-    in_place_min = _lowering.IN_PLACE_MIN_BYTES
-    _lowering.IN_PLACE_MIN_BYTES = 1 << 62
+    in_place_min = lowering.IN_PLACE_MIN_BYTES
+    lowering.IN_PLACE_MIN_BYTES = 1 << 62
     try:
         yield
     finally:
-        _lowering.IN_PLACE_MIN_BYTES = in_place_min
+        lowering.IN_PLACE_MIN_BYTES = in_place_min
 
 
 def setup(program: BenchProgram, threads: int) -> Setup:

@@ -1,5 +1,5 @@
-"""The disk cache: `store` (where it lives, the entry format, who may write), `keys` (what
-decides whether an entry is still right), and the kinds of entry, `executables`
-(compiled by the plugin), `programs` (lowered, `store_lowered` and `load_lowered`) ,
-`probes` (which FFI handlers a plugin took when it loaded) and `scans` (the plugin entry
-points installed)."""
+"""The disk cache: `store` (where it lives, the entry format, who may write) and the
+lowered programs kept in it (`programs`: `store_lowered` and `load_lowered`). Compiled
+executables are stored by the core (src/cache); other entries belong to their users:
+`cyxla._ffi.probes` (which FFI handlers a plugin took) and `cyxla._run.plugin_scans` (the
+plugin entry points installed)."""

@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cyxla import _backend, _benchmark
+from cyxla import _benchmark
 from cyxla._bench import paths, plot, programs, report, rounds
 from cyxla._bench.progress import Progress
+from cyxla._run import backend
 
 __all__ = ["add_arguments", "main"]
 
@@ -134,7 +135,7 @@ def main(args: argparse.Namespace) -> int:
     chosen = [p for p in programs.PROGRAMS if p.key in args.programs]
     progress = Progress(len(chosen), max(1, args.rounds))
     results = {p.key: measure(p, args, rng, progress) for p in chosen}
-    loaded = _backend.loaded()
+    loaded = backend.loaded()
     data = {
         "threads": max(1, args.threads),
         "rounds": max(1, args.rounds),

@@ -18,15 +18,15 @@ from typing import Any
 import jax
 import numpy as np
 
-from cyxla._dtypes import SUPPORTED_DTYPES, ElementType, dtype_of
 from cyxla._errors import (
     AotToolchainError,
     InvalidArgumentError,
     ProgramFileError,
     UnsupportedProgramError,
 )
-from cyxla._lowering import lower
-from cyxla._program import Program, load_program
+from cyxla._lower.lowering import lower
+from cyxla._program.dtypes import SUPPORTED_DTYPES, ElementType, dtype_of
+from cyxla._program.program import Program, load_program
 
 __all__ = ["add_arguments", "main", "parse_source", "parse_spec", "parse_target"]
 

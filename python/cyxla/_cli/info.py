@@ -9,9 +9,10 @@ import os
 import platform
 import sys
 
-from cyxla import _abi, _compat, _platforms, _plugins
+from cyxla import _abi, _platforms
 from cyxla._cache import store
 from cyxla._errors import PluginNotFoundError
+from cyxla._run import compat, plugins
 from cyxla._version import __version__
 
 __all__ = ["lines", "main"]
@@ -29,15 +30,15 @@ def _version(value: object) -> str:
 def _plugin(library: str) -> str:
     """The plugin at `library`: its wheel, its API versions and its fit with jaxlib."""
     try:
-        plugin = _plugins.load_library(library)
-        verdict = _compat.verdict(plugin, library)
+        plugin = plugins.load_library(library)
+        verdict = compat.verdict(plugin, library)
     except Exception as error:  # shown, not raised: a report must go on
         return f"{library}, not loadable: {type(error).__name__}: {error}"
     major, minor = plugin.version
     attributes = plugin.attributes
     fit = "in step with jaxlib" if verdict.in_step else f"version skew: {verdict.message()}"
     return (
-        f"{_compat.distribution_of(library) or 'no package'} ({library}), PJRT {major}.{minor}, "
+        f"{compat.distribution_of(library) or 'no package'} ({library}), PJRT {major}.{minor}, "
         f"StableHLO {_version(attributes.get('stablehlo_minimum_version'))} to "
         f"{_version(attributes.get('stablehlo_current_version'))}, "
         f"XLA FFI {_version(verdict.plugin_ffi)}; {fit}"
@@ -51,20 +52,20 @@ def lines() -> list[str]:
         f"python: {sys.version.split()[0]} ({sys.executable})",
         f"platform: {platform.platform()}",
     ]
-    found += [f"{name}: {_compat.package_version(name) or 'not installed'}" for name in _PACKAGES]
+    found += [f"{name}: {compat.package_version(name) or 'not installed'}" for name in _PACKAGES]
     found.append(
-        f"jaxlib APIs: StableHLO {_version(_compat.jaxlib_stablehlo_version())}, "
-        f"XLA FFI {_version(_compat.jaxlib_ffi_version())}"
+        f"jaxlib APIs: StableHLO {_version(compat.jaxlib_stablehlo_version())}, "
+        f"XLA FFI {_version(compat.jaxlib_ffi_version())}"
     )
-    for entry in _plugins.discover():
+    for entry in plugins.discover():
         try:
             library = entry.library_path()
         except PluginNotFoundError:
             continue
         found.append(f"plugin {entry.name} ({entry.platform}): {_plugin(library)}")
-    override = os.environ.get(_plugins.PLUGIN_ENVIRONMENT_VARIABLE)
+    override = os.environ.get(plugins.PLUGIN_ENVIRONMENT_VARIABLE)
     if override:
-        found.append(f"plugin {_plugins.PLUGIN_ENVIRONMENT_VARIABLE}: {_plugin(override)}")
+        found.append(f"plugin {plugins.PLUGIN_ENVIRONMENT_VARIABLE}: {_plugin(override)}")
     if not any(line.startswith("plugin ") for line in found):
         found.append("plugin: none installed (pip install 'cyxla[cpu]')")
     found += [

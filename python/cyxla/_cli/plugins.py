@@ -1,5 +1,5 @@
 """`python -m cyxla plugins`: every plugin cyxla can find, whether it loads, and whether it
-is in step with jaxlib (`_compat`'s verdict, the one a load warns with). Exits non-zero
+is in step with jaxlib (`cyxla._run.compat`'s verdict, the one a load warns with). Exits non-zero
 when no plugin is both loadable and in step. `--path PLATFORM` prints only the library of
 the installed plugin of that platform, for scripts that deploy an application with it."""
 
@@ -9,8 +9,9 @@ import argparse
 import os
 import sys
 
-from cyxla import _backend, _compat, _core, _plugins
+from cyxla import _core
 from cyxla._errors import PluginNotFoundError
+from cyxla._run import backend, compat, plugins
 
 
 def _describe(plugin: _core.Plugin) -> str:
@@ -41,10 +42,10 @@ def main(args: argparse.Namespace | None = None) -> int:
     if args is not None and args.path is not None:
         return _print_path(args.path)
     rows: list[tuple[str, str, str, str]] = []
-    override = os.environ.get(_plugins.PLUGIN_ENVIRONMENT_VARIABLE)
+    override = os.environ.get(plugins.PLUGIN_ENVIRONMENT_VARIABLE)
     if override:
-        rows.append((_plugins.PLUGIN_ENVIRONMENT_VARIABLE, "?", override, ""))
-    for entry in _plugins.discover():
+        rows.append((plugins.PLUGIN_ENVIRONMENT_VARIABLE, "?", override, ""))
+    for entry in plugins.discover():
         try:
             path = entry.library_path()
         except PluginNotFoundError:
@@ -62,7 +63,7 @@ def main(args: argparse.Namespace | None = None) -> int:
     for index, (name, platform, path, status) in enumerate(rows):
         if not status:
             try:
-                plugin = _plugins.load_library(path)
+                plugin = plugins.load_library(path)
                 status = "loadable: " + _describe(plugin)
             except Exception as error:  # shown, not raised: listing must go on
                 status = f"not loadable: {type(error).__name__}: {error}"
@@ -75,7 +76,7 @@ def main(args: argparse.Namespace | None = None) -> int:
     rows.sort(key=lambda row: row[2] == "-")
     for name, platform, path, status in rows:
         print(f"{name} ({platform})\n  library: {path}\n  {status}")
-    loaded = _backend.loaded()
+    loaded = backend.loaded()
     if loaded is not None:
         print(f"loaded in this process: {loaded.platform} from {loaded.library}")
     if not usable:
@@ -86,7 +87,7 @@ def main(args: argparse.Namespace | None = None) -> int:
 
 def _print_path(platform: str) -> int:
     try:
-        print(_plugins.entry_for(platform).library_path())
+        print(plugins.entry_for(platform).library_path())
     except PluginNotFoundError as error:
         print(f"python -m cyxla plugins: {error}", file=sys.stderr)
         return 1
@@ -96,10 +97,10 @@ def _print_path(platform: str) -> int:
 def _verdict(plugin: _core.Plugin, path: str) -> tuple[str, bool]:
     """The line on how the plugin fits jaxlib, and whether it is usable."""
     try:
-        verdict = _compat.verdict(plugin, path)
+        verdict = compat.verdict(plugin, path)
     except Exception as error:  # shown, not raised: listing must go on
         return f"versions unknown: {type(error).__name__}: {error}", False
-    package = f"package: {_compat.distribution_of(path) or 'none (a library given by path)'}\n  "
+    package = f"package: {compat.distribution_of(path) or 'none (a library given by path)'}\n  "
     if verdict.in_step:
         return f"{package}in step with jaxlib: {verdict.summary()}", True
     kind = "refused" if verdict.fatal else "VersionSkewWarning at load"

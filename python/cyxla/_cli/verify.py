@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from cyxla._verification import verify_program_file
+from cyxla._verify.verdict import verify_program_file
 
 __all__ = ["add_arguments", "main"]
 

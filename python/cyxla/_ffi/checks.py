@@ -10,13 +10,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from cyxla import _core
-from cyxla._callbacks import PYTHON_CALLBACK_TARGET, function_name, refusal_hint
 from cyxla._errors import CompileError, UnsupportedProgramError
 from cyxla._ffi import registry
+from cyxla._ffi.callbacks import PYTHON_CALLBACK_TARGET, function_name, refusal_hint
 from cyxla._ffi.plugin import MISSING_FFI
 from cyxla._ffi.sources import jaxlib_targets, prepare_jaxlib
-from cyxla._ffi.targets import HOST_CALLBACK_REFUSAL, PYTHON_CALLBACK_TARGETS
-from cyxla._stablehlo import custom_calls_of
+from cyxla._ffi.targets import HOST_CALLBACK_REFUSAL, PYTHON_CALLBACK_TARGETS, custom_calls_of
 
 __all__ = [
     "XLA_BUILTIN_TARGETS",

@@ -29,7 +29,7 @@ def mirror_jax_registrations() -> None:
     """Mirrors every later `jax.ffi.register_ffi_target` to cyxla (`cyxla/__init__.py`
     calls this unless `CYXLA_MIRROR_JAX=0`). JAX's own behaviour is unchanged: the wrapper
     calls through to the function it replaces first. Idempotent. Imports JAX."""
-    from cyxla._jaxlib import xla_client
+    from cyxla._jax.jaxlib import xla_client
 
     current = xla_client.register_custom_call_target
     if getattr(current, "_cyxla_mirror", False):

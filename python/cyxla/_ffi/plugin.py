@@ -1,7 +1,7 @@
 """Registering custom-call targets with a loaded plugin, and verifying them: XLA drops
 the error of a registration it rejects, so a probe program that calls each new target
 is compiled, and a rejected target is recorded with the XLA FFI versions of both sides.
-The probe's verdict is kept in the disk cache (`cyxla._cache.probes`): a later load of
+The probe's verdict is kept in the disk cache (`cyxla._ffi.probes`): a later load of
 the same plugin with the same handlers reads it instead of compiling again."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cyxla import _core, _stablehlo
-from cyxla._cache import probes
+from cyxla import _core
 from cyxla._errors import CompileError
+from cyxla._ffi import probes
 from cyxla._ffi.targets import Target
 from cyxla._platforms import XLA_PLATFORMS
 
@@ -115,9 +115,10 @@ def _probe(plugin: _core.Plugin, runtime: _core.Runtime, names: list[str]) -> st
         for name in names
     )
     text = f"module @cyxla_ffi_probe {{\n  func.func public @main() {{\n{calls}    return\n  }}\n}}"
-    code = _stablehlo.serialize(text, _stablehlo.stablehlo_target_of(plugin))
-    from cyxla._jaxlib import xla_client  # imported where used, as all of JAX
+    from cyxla._jax.jaxlib import xla_client  # imported where used, as all of JAX
+    from cyxla._jax.stablehlo import serialize, stablehlo_target_of
 
+    code = serialize(text, stablehlo_target_of(plugin))
     options = xla_client.CompileOptions().SerializeAsString()
     try:
         runtime.compile(code, options, [])

@@ -1,6 +1,6 @@
 """The table of custom-call targets that programs call, and the public functions that
 fill it and register it with the loaded plugin (`register_on_load`, called by
-`_backend.initialize`). The first handler of a name wins, as in XLA."""
+`cyxla._run.backend.initialize`). The first handler of a name wins, as in XLA."""
 
 from __future__ import annotations
 

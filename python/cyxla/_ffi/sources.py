@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cyxla import _core
-from cyxla._callbacks import PYTHON_CALLBACK_TARGET, install_dispatcher
+from cyxla._ffi.callbacks import PYTHON_CALLBACK_TARGET, install_dispatcher
 from cyxla._ffi.targets import Target, target_from
 from cyxla._platforms import XLA_PLATFORMS
 
@@ -97,7 +97,7 @@ def jax_held_targets() -> list[Target]:
     before JAX is imported."""
     if not jax_imported():
         return []
-    from cyxla._jaxlib import xla_client
+    from cyxla._jax.jaxlib import xla_client
 
     held: list[tuple[str, Any, str, int, Any]] = []
     pending: Mapping[str, list[Any]] = getattr(xla_client, "_custom_callback", {})

@@ -1,5 +1,6 @@
 """What cyxla knows of one custom-call target: the checks on the arguments of a
-registration, and the handler pointer taken out of its PyCapsule."""
+registration, the handler pointer taken out of its PyCapsule, and the targets that a
+module's StableHLO text calls."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from typing import Any
 
 from cyxla._platforms import XLA_PLATFORMS, normalize_platform
 
-__all__ = ["HOST_CALLBACK_REFUSAL", "PYTHON_CALLBACK_TARGETS", "Target", "target_from"]
+__all__ = [
+    "HOST_CALLBACK_REFUSAL",
+    "PYTHON_CALLBACK_TARGETS",
+    "Target",
+    "custom_calls_of",
+    "target_from",
+]
 
 #: The targets of JAX's Python host callbacks (`jax.pure_callback`,
 #: `jax.experimental.io_callback`, `jax.debug.print`, `jax.debug.callback`).
@@ -25,6 +32,7 @@ HOST_CALLBACK_REFUSAL = (
     "a Python host callback, which needs JAX's own runtime and cannot run on a PJRT plugin"
 )
 _TARGET_NAME = re.compile(r"[^\"\\\x00-\x1f]+")
+_CUSTOM_CALL_OP = re.compile(r'stablehlo\.custom_call\s+@(?:"([^"]+)"|([\w.$-]+))')
 
 
 @dataclass(frozen=True)
@@ -100,3 +108,16 @@ def _capsule_pointer(name: str, capsule: Any) -> int:
         )
     # A capsule never holds NULL: PyCapsule_New refuses it.
     return int(_get_pointer(capsule, _get_name(capsule)))
+
+
+def custom_calls_of(text: str) -> list[tuple[str, bool]]:
+    """(target, whether it is a typed FFI call) of each custom call in StableHLO text.
+
+    A typed FFI call has api_version 4, or a dictionary as `mhlo.backend_config` (the
+    form jax.export writes); untyped calls have a string backend_config."""
+    calls = []
+    for line in text.splitlines():
+        if match := _CUSTOM_CALL_OP.search(line):
+            typed = "api_version = 4 " in line or "mhlo.backend_config = {" in line
+            calls.append((match.group(1) or match.group(2), typed))
+    return calls
