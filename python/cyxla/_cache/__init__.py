@@ -1,5 +1,5 @@
-"""The disk cache: `store` (where it lives, the entry format, who may write) and the
-lowered programs kept in it (`programs`: `store_lowered` and `load_lowered`). Compiled
-executables are stored by the core (src/cache); other entries belong to their users:
+"""The disk cache's store (`store`: where it lives, the entry format, who may write).
+Compiled executables are stored by the core (src/cache); other entries belong to their
+users: `cyxla._program.cached` (lowered programs: `store_lowered` and `load_lowered`),
 `cyxla._ffi.probes` (which FFI handlers a plugin took) and `cyxla._run.plugin_scans` (the
 plugin entry points installed)."""

@@ -1,3 +1,3 @@
 """What runs programs: plugins and platforms, the loaded backend and its version checks,
-executables, bound calls, batches, the arrays they take, and the dispatch of host
-callbacks. Nothing here imports JAX or `cyxla._lower` when it is imported."""
+executables, bound calls, batches and the arrays they take (host callbacks' dispatch is
+`cyxla._ffi.callbacks`). Nothing here imports JAX or `cyxla._lower` when it is imported."""
