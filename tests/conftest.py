@@ -3,7 +3,9 @@ and hooks live here; the helpers that tests share live in support.py."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import os
 import subprocess
 from collections.abc import Callable, Iterator
@@ -26,6 +28,43 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     imported = Path(cx.__file__).resolve()
     if environment and not imported.is_relative_to(Path(environment).resolve()):
         raise pytest.UsageError(f"the tests import cyxla from {imported}, not from {environment}")
+
+
+# ------------------------------------------------------------------ test processes
+
+
+@contextlib.contextmanager
+def _share_of_the_machine(directory: Path, alone: bool) -> Iterator[None]:
+    """Held while a test runs in one of pytest-xdist's processes: shared by the tests that
+    may run beside others, whole for a test that runs alone. A test waiting to run alone
+    holds the turnstile, so that the others let it in instead of taking turns past it."""
+    with (
+        open(directory / "turnstile.lock", "a") as turnstile,
+        open(directory / "tests.lock", "a") as tests,
+    ):
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(tests, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(tests, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _alone_when_marked(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """A test marked `alone` runs while no other test process runs a test. Its threads
+    race the clock (a call held in flight for a sleep's length): on a machine whose cores
+    are all running other tests, a thread may not start in time."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    # Every worker's base directory lies in the run's own: its parent is the run's.
+    shared = tmp_path_factory.getbasetemp().parent
+    with _share_of_the_machine(shared, request.node.get_closest_marker("alone") is not None):
+        yield
 
 
 @pytest.fixture

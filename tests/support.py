@@ -143,8 +143,10 @@ def plugin_library() -> str:
 
 def installed_header() -> Path:
     """The element-type header installed with the package under test (not the source
-    tree's): the one piece of the PJRT C API that cyxla's public headers declare."""
-    return Path(cx.__file__).resolve().parent / "include" / "cyxla" / "element_type.h"
+    tree's): the one piece of the PJRT C API that cyxla's public headers declare. It is
+    found where `cx.get_include()` says, beside the built modules: in an editable install
+    those are in site-packages while the Python files stay in the source tree."""
+    return Path(cx.get_include()[0]) / "cyxla" / "element_type.h"
 
 
 def private_pjrt_header() -> Path:

@@ -137,6 +137,7 @@ def test_c_threads_each_with_a_bound_call(
     assert wrong == (4 * 2000 if rows_differ else 0)
 
 
+@pytest.mark.alone
 def test_a_second_thread_gets_busy_and_unbind_waits_for_the_call() -> None:
     executable = compiled(slow, (1024,))
     x = np.zeros(1024, np.float32)
@@ -308,6 +309,7 @@ def test_python_bound_arrays_cannot_be_resized(executable: cyxla.Executable) -> 
     bound.close()
 
 
+@pytest.mark.alone
 def test_python_busy_and_closed() -> None:
     bound = compiled(slow, (1024,)).bind()
     caller = threading.Thread(target=bound)

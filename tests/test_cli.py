@@ -13,7 +13,7 @@ import pytest
 
 import cyxla as cx
 
-from support import plugin_library, run_cyxla
+from support import plugin_library, run_cyxla, run_python
 
 _RESULT = re.compile(r"^(cyxla|jax\.jit|native) +result\[0, :4\]: \[([^\]]*)\]$", re.M)
 
@@ -120,3 +120,24 @@ def test_version_names_the_package_and_the_abi() -> None:
     result = run_cyxla("--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"cyxla {cx.__version__} (native ABI {cx.ABI_VERSION})\n"
+
+
+@pytest.mark.parametrize(
+    "argv", [["--version"], ["--includes"], ["cache"], ["cache", "--help"], ["verify", "--help"]]
+)
+def test_commands_that_need_no_jax_import_none(argv: list[str]) -> None:
+    """Only the command that runs is imported: demo, bench and export import JAX (a second
+    or more), which the cache, verify and the build flags have no use for."""
+    result = run_python(
+        f"""
+        import sys
+        from cyxla.__main__ import main
+        try:
+            main({argv!r})
+        except SystemExit as done:
+            assert done.code == 0, done.code
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib")))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"

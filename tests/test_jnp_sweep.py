@@ -13,6 +13,8 @@ functions may round differently), with NaN where jax.jit has NaN.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -174,10 +176,15 @@ def _arguments_by_shape(
     fn: Callable[..., Any], arity: int, dtype: np.dtype
 ) -> dict[tuple[int, ...], list[np.ndarray]]:
     """The arguments of `fn` at each shape that jax.jit lowers it at (`jax.eval_shape`
-    accepts more: jnp.argmax of complex numbers fails only in jit)."""
+    accepts more: jnp.argmax of complex numbers fails only in jit). Most functions lower at
+    every shape, which one lowering of all of them shows; each shape is tried alone only
+    when that fails."""
+    every = {shape: [_values(shape, dtype, i) for i in range(arity)] for shape in SHAPES}
+    with contextlib.suppress(TypeError, ValueError):
+        jax.jit(_all_at_once(fn, arity, len(SHAPES))).lower(*itertools.chain(*every.values()))
+        return every
     runnable = {}
-    for shape in SHAPES:
-        arguments = [_values(shape, dtype, operand) for operand in range(arity)]
+    for shape, arguments in every.items():
         try:
             jax.jit(fn).lower(*arguments)
         except (TypeError, ValueError):

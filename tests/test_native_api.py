@@ -585,6 +585,7 @@ def slow(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, 1_500_000, lambda i, v: jnp.sin(v) + 1e-3, x)
 
 
+@pytest.mark.alone
 def test_a_release_waiting_for_calls_blocks_no_other_handle(
     executable: cyxla.Executable,
 ) -> None:

@@ -10,6 +10,8 @@ import pytest
 import cyxla as cx
 from cyxla import _benchmark, _core
 
+from support import compile_c, installed_header
+
 
 def test_the_version_is_written_once() -> None:
     """pyproject.toml reads the version from cyxla/_version.py: metadata and cyxla agree."""
@@ -26,3 +28,19 @@ def test_the_extension_modules_use_the_stable_abi() -> None:
     ABI's, which every later Python loads, not ones named for this Python alone."""
     for module in (_core, _benchmark):
         assert Path(module.__file__).name.endswith(".abi3.so"), module.__file__
+
+
+def test_c_sources_build_against_the_headers_get_include_names(tmp_path: Path) -> None:
+    """The public headers lie where `cx.get_include()` says, beside the built modules. In
+    the README's editable install those are in site-packages while `cyxla/__init__.py` is
+    the source tree's, so a path taken from `cx.__file__` finds no headers: the tests' C
+    helpers, which also include the private PJRT declarations of src/, compiled there."""
+    include = Path(cx.get_include()[0])
+    assert (include / "cyxla" / "element_type.h").is_file()
+    assert installed_header().parents[1] == include
+    source = tmp_path / "both.c"
+    source.write_text(
+        '#include "cyxla/cyxla.h"\n#include "pjrt/pjrt_c_api.h"\n'
+        "int main(void) { return (int)sizeof(PJRT_Api) == 0; }\n"
+    )
+    compile_c(source, tmp_path / "both")

@@ -117,6 +117,9 @@ def _resizable(harness: Any) -> bool:
 
 
 def _cases() -> list[Case]:
+    """Every case, by name: the harnesses' own order follows sets of dtypes, whose order
+    changes from one process to the next (ml_dtypes' types hash by address), and the
+    sample must be the same in every process, pytest-xdist's workers included."""
     harnesses = [
         h
         for h in test_harnesses.all_harnesses
@@ -124,7 +127,7 @@ def _cases() -> list[Case]:
     ]
     cases = [Case(h) for h in harnesses]
     cases += [Case(h, shape) for h in harnesses if _resizable(h) for shape in RESIZED]
-    return cases
+    return sorted(cases, key=lambda case: case.name)
 
 
 def _sample(cases: Sequence[Case]) -> list[Case]:

@@ -44,8 +44,12 @@ def xla_include(request: pytest.FixtureRequest) -> Path:
         (wheel,) = Path(download).glob("*.whl")
         with zipfile.ZipFile(wheel) as archive:
             text = archive.read(HEADER_IN_WHEEL)
+    # Written whole under another name, then renamed: a second test process (pytest-xdist)
+    # finds either no header or all of it.
     header.parent.mkdir(parents=True, exist_ok=True)
-    header.write_bytes(text)
+    partial = header.with_name(f"{header.name}.{os.getpid()}")
+    partial.write_bytes(text)
+    partial.replace(header)
     return root
 
 

@@ -6,22 +6,24 @@ cyxla."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import sysconfig
 from collections.abc import Sequence
+from types import ModuleType
 
 from cyxla._abi import abi_version, get_cmake_dir, get_include, get_pkgconfig_dir
-from cyxla._cli import bench, cache, demo, export, info, plugins, verify
 from cyxla._version import __version__
 
+#: Each command's module in cyxla._cli, and its line of help.
 _COMMANDS = {
-    "plugins": (plugins.main, "list the plugins cyxla finds (the default)"),
-    "info": (info.main, "everything a bug report needs: versions, plugins, cache, ABI"),
-    "demo": (demo.main, "lower, compile and run a small JAX function, next to jax.jit"),
-    "bench": (bench.main, "time one call of small programs through every path, beside jax.jit"),
-    "cache": (cache.main, "show (info, the default) or empty (clear) the disk cache"),
-    "export": (export.main, "lower MODULE:FUNCTION at --arg specs and save it as a program file"),
-    "verify": (verify.main, "load and compile program files in a child process, with limits"),
+    "plugins": "list the plugins cyxla finds (the default)",
+    "info": "everything a bug report needs: versions, plugins, cache, ABI",
+    "demo": "lower, compile and run a small JAX function, next to jax.jit",
+    "bench": "time one call of small programs through every path, beside jax.jit",
+    "cache": "show (info, the default) or empty (clear) the disk cache",
+    "export": "lower MODULE:FUNCTION at --arg specs and save it as a program file",
+    "verify": "load and compile program files in a child process, with limits",
 }
 #: What `python -m cyxla COMMAND --help` says beyond the one line above: what the command
 #: prints and its exit statuses (argparse exits 2 on bad arguments for every command).
@@ -74,14 +76,15 @@ example:
 
 exit status: 0 when every file is accepted, 1 when any is refused""",
 }
-#: Commands that take arguments: these add them to their parser and get the parsed ones.
-_ARGUMENTS = {
-    "bench": bench.add_arguments,
-    "cache": cache.add_arguments,
-    "export": export.add_arguments,
-    "plugins": plugins.add_arguments,
-    "verify": verify.add_arguments,
-}
+#: Commands that take arguments: their modules add them to their parser (add_arguments),
+#: and their main gets the parsed ones.
+_ARGUMENTS = frozenset({"bench", "cache", "export", "plugins", "verify"})
+
+
+def _command(name: str) -> ModuleType:
+    """A command's module, imported only for the command that runs: demo, bench and export
+    import JAX, which plugins, info, cache and verify do not need (a second or more)."""
+    return importlib.import_module(f"cyxla._cli.{name}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,15 +111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pkgconfig-dir", action="store_true", help="print the directory of cyxla.pc"
     )
     commands = parser.add_subparsers(dest="command")
-    for name, (_, help_text) in _COMMANDS.items():
+    # Top-level options take no values, so the first command name in argv is the command.
+    given = sys.argv[1:] if argv is None else argv
+    chosen = next((word for word in given if word in _COMMANDS), None)
+    for name, help_text in _COMMANDS.items():
         command = commands.add_parser(
             name,
             help=help_text,
             description=_DESCRIPTIONS[name],
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        if name in _ARGUMENTS:
-            _ARGUMENTS[name](command)
+        if name == chosen and name in _ARGUMENTS:
+            _command(name).add_arguments(command)
     args = parser.parse_args(argv)
     if args.includes:
         directories = [sysconfig.get_paths()["include"], get_include()[0]]
@@ -126,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmake_dir or args.pkgconfig_dir:
         print(get_cmake_dir() if args.cmake_dir else get_pkgconfig_dir())
         return 0
-    run, _ = _COMMANDS[args.command or "plugins"]
+    run = _command(args.command or "plugins").main
     return run(args) if args.command in _ARGUMENTS else run()
 
 
