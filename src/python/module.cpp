@@ -311,8 +311,9 @@ NB_MODULE(_core, m) {
         "dispatcher"_a,
         "Sets dispatch(callback_id, operands, results) -> str | None, which a firing Python "
         "callback calls with the GIL held (cyxla._ffi.callbacks.dispatch).");
-  // A test hook (the custom-call tests check the probe with it); the underscore keeps it
-  // out of the generated stubs.
+  // The plugin's side of the FFI version check (cyxla._run.compat compares it with
+  // jaxlib's; the custom-call tests check the probe with it). The underscore keeps it out
+  // of the generated stubs.
   m.def(
       "_ffi_version",
       [ffi_version_tuple](const pjrt::Plugin& plugin) {  // GCOVR_EXCL_LINE
