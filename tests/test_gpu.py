@@ -23,8 +23,6 @@ from cyxla._run import plugins
 from support import run_python
 
 PLATFORM = os.environ.get("CYXLA_TEST_GPU_PLATFORM", "cuda")
-#: JAX's name of the platform's devices.
-JAX_PLATFORM = {"cuda": "gpu", "rocm": "gpu"}.get(PLATFORM, PLATFORM)
 
 pytestmark = pytest.mark.skipif(
     PLATFORM not in plugins.installed_platforms(),
@@ -40,7 +38,7 @@ import cyxla as cx
 sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})  # the tests' helpers
 
 PLATFORM = {PLATFORM!r}
-device = jax.devices({JAX_PLATFORM!r})[0]
+device = jax.devices(PLATFORM)[0]  # JAX names its CUDA backend "cuda" too
 rng = np.random.default_rng(0)
 
 def normal(*shape):

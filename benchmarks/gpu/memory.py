@@ -54,7 +54,7 @@ checkpoint("after the first runs")
 JAX = (
     _PROGRAMS
     + """
-device = jax.devices(JAX_PLATFORM)[0]
+device = jax.devices(PLATFORM)[0]
 jax.block_until_ready(jax.device_put(np.zeros(1, np.float32), device))
 checkpoint("runtime loaded")
 for fn, args in (mlp, matmul):
@@ -66,12 +66,13 @@ checkpoint("after the first runs")
 )
 
 
-def device_used_mib() -> int | None:
-    """The device's used memory in MiB, or None without nvidia-smi."""
+def device_mib(what: str) -> int | None:
+    """nvidia-smi's `memory.used` or `memory.total` of the device in MiB, or None without
+    nvidia-smi."""
     if shutil.which("nvidia-smi") is None:
         return None
     text = subprocess.run(
-        ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+        ["nvidia-smi", f"--query-gpu=memory.{what}", "--format=csv,noheader,nounits"],
         capture_output=True,
         text=True,
         check=True,
@@ -81,11 +82,9 @@ def device_used_mib() -> int | None:
 
 def measure(code: str, platform: str, env: dict[str, str]) -> dict[str, int | None]:
     """The device's used memory before the child, and at each of its checkpoints."""
-    jax_platform = {"cuda": "gpu", "rocm": "gpu"}.get(platform, platform)
-    prologue = f"PLATFORM = {platform!r}\nJAX_PLATFORM = {jax_platform!r}\n"
-    readings = {"before": device_used_mib()}
+    readings = {"before": device_mib("used")}
     child = subprocess.Popen(
-        [sys.executable, "-c", prologue + textwrap.dedent(code)],
+        [sys.executable, "-c", f"PLATFORM = {platform!r}\n" + textwrap.dedent(code)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -94,7 +93,7 @@ def measure(code: str, platform: str, env: dict[str, str]) -> dict[str, int | No
     assert child.stdin is not None and child.stdout is not None
     for line in child.stdout:
         if line.startswith("step "):
-            readings[line[5:].strip()] = device_used_mib()
+            readings[line[5:].strip()] = device_mib("used")
             child.stdin.write("\n")
             child.stdin.flush()
     if child.wait() != 0:
@@ -106,18 +105,10 @@ def main(argv: list[str]) -> int:
     platform = argv[0] if argv else "cuda"
     report = {
         "unit": "MiB of the device's memory in use (nvidia-smi), device-wide",
-        "device_total_mib": None,
+        "device_total_mib": device_mib("total"),
         "cyxla": measure(CYXLA, platform, {"JAX_PLATFORMS": "cpu"}),
         "jax_jit_default": measure(JAX, platform, {}),
     }
-    if shutil.which("nvidia-smi"):
-        total = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        report["device_total_mib"] = int(total.split()[0])
     print(json.dumps(report, indent=1))
     return 0
 

@@ -173,20 +173,21 @@ class Executable:
         # anything else, saying which side it refused; only then are the arguments checked
         # (and the inputs converted) here, where the messages are made.
         outcome = self._call(arrays, outputs)
-        if outcome in _REFUSED:
-            # Both sides are checked (and the inputs converted) at once, so that a refused
-            # call goes into the core once more at most.
-            if out is not None:
-                outputs = self._carriers_of(out)
-            outcome = self._call(self._convert(arrays), outputs, True)
-            if outcome in _REFUSED:
-                raise RuntimeError(
-                    "internal error in cyxla: the core refused arguments that run() checked"
-                )
-        if outcome == _ASKS_FOR_VARIANT and "jax" in sys.modules:
-            # The variant is written with jaxlib's MLIR (cyxla._program.in_place_variant): a
-            # process that has not imported JAX keeps copying rather than import it.
-            self._start_variant_compile()
+        if outcome != _RAN:  # a call that ran as it is looks at nothing more
+            if outcome != _ASKS_FOR_VARIANT:
+                # Refused: both sides are checked (and the inputs converted) at once, so
+                # that a refused call goes into the core once more at most.
+                if out is not None:
+                    outputs = self._carriers_of(out)
+                outcome = self._call(self._convert(arrays), outputs, True)
+                if outcome in _REFUSED:
+                    raise RuntimeError(
+                        "internal error in cyxla: the core refused arguments that run() checked"
+                    )
+            if outcome == _ASKS_FOR_VARIANT and "jax" in sys.modules:
+                # The variant is written with jaxlib's MLIR (cyxla._program.in_place_variant):
+                # a process that has not imported JAX keeps copying rather than import it.
+                self._start_variant_compile()
         if out is not None:
             return tuple(out)
         if self._any_view:
@@ -274,7 +275,9 @@ class Executable:
         return f"<cyxla.Executable {self.program.name}({ins}) -> ({outs}) on {self.platform}>"
 
 
-#: What the core's `_CachedRun` returns when it ran nothing: the inputs are not exactly the
+#: What the core's `_CachedRun` returns when it ran, and nothing more is to be done.
+_RAN = _core._CachedRun.RAN
+#: What it returns when it ran nothing: the inputs are not exactly the
 #: program's (convert them), or `out` is not (check it, and say why).
 _REFUSED = (_core._CachedRun.INPUTS_REFUSED, _core._CachedRun.OUTPUTS_REFUSED)
 #: What it returns when it ran, and asks for the variant that reads the call's large
