@@ -8,6 +8,7 @@ import ctypes
 import fcntl
 import os
 import subprocess
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 import cyxla as cx
 from cyxla import _core
+from cyxla._cache import store
 
 from support import F32, compile_c, run_python, set_outputs, x64_mode
 
@@ -98,6 +100,27 @@ def _private_cache_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterat
         os.environ.pop("CYXLA_CACHE_DIR", None)
     else:
         os.environ["CYXLA_CACHE_DIR"] = saved
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty disk cache of this test's own (not created yet), which children inherit,
+    with the default size bound. (It replaces pytest's own `cache` fixture.)"""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(store.CACHE_ENVIRONMENT_VARIABLE, str(directory))
+    monkeypatch.delenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, raising=False)
+    yield directory
+    for path in [directory, *directory.rglob("*")]:  # let tmp_path's cleanup remove all
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o700)
+
+
+@pytest.fixture
+def no_stray_cache_warnings() -> Iterator[None]:
+    """Cache warnings are expected only where a test asks for them with pytest.warns."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="cyxla cache")
+        yield
 
 
 # ------------------------------------------------------------------ fake plugins

@@ -74,6 +74,67 @@ def cache_seams(
         _core._cache._set_test_seams(None, None)
 
 
+def read_entry(path: Path) -> tuple[dict[str, Any], bytes]:
+    """The header and payload of the entry file at `path`, unchecked."""
+    return split_entry(path.read_bytes())
+
+
+def write_entry(path: Path, header: dict[str, Any] | bytes, payload: bytes) -> None:
+    """Writes an entry of this header and payload, with a checksum that matches."""
+    path.write_bytes(encode_entry(header, payload))
+
+
+def cache_entries(cache: Path, kind: str = "executables") -> list[Path]:
+    """The entry files of `kind` under the cache directory `cache`, sorted."""
+    return sorted((cache / kind).glob("*.entry"))
+
+
+def flip(position: int) -> Callable[[bytes], bytes]:
+    """A change of bytes that flips one bit of the byte at `position`."""
+
+    def change(data: bytes) -> bytes:
+        flipped = bytearray(data)
+        flipped[position] ^= 0x10
+        return bytes(flipped)
+
+    return change
+
+
+def shaped(*shape: int, dtype: Any = np.float32) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, np.dtype(dtype))
+
+
+def scaled_program(scale: float = 2.0, n: int = 8) -> cx.Program:
+    """tanh(x @ w) * scale: each `scale` gives other StableHLO (a constant) and another key."""
+
+    def scaled(x: jax.Array, w: jax.Array) -> jax.Array:
+        return jax.numpy.tanh(x @ w) * scale
+
+    return cx.lower(scaled, [shaped(4, n), shaped(n, n)])
+
+
+def check_scaled(executable: cx.Executable, scale: float = 2.0, n: int = 8) -> None:
+    """Runs a `scaled_program` and checks its output against NumPy's."""
+    x = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(4, n)
+    w = np.linspace(-0.5, 0.5, n * n, dtype=np.float32).reshape(n, n)
+    (out,) = executable.run([x, w])
+    np.testing.assert_allclose(out, np.tanh(x @ w) * scale, rtol=1e-5, atol=1e-6)
+
+
+def tanh_program(scale: float = 2.0) -> cx.Program:
+    """tanh(x) * scale of one f32[4,8] input, a program whose entries tests rewrite."""
+
+    def scaled(x: jax.Array) -> jax.Array:
+        return jax.numpy.tanh(x) * scale
+
+    return cx.lower(scaled, [shaped(4, 8)])
+
+
+def tanh_x() -> np.ndarray:
+    """The input `tanh_program` is run on."""
+    return np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+
+
 # ------------------------------------------------------------------ subprocesses
 
 
@@ -87,6 +148,12 @@ def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.Compl
         env={**os.environ, **(env or {})},
         timeout=300,
     )
+
+
+def last_json(result: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON a child printed last, once it has exited cleanly."""
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def run_cyxla(

@@ -1,6 +1,6 @@
 """Python and the native loader (cyxla_load_program) share one disk cache: the same
 directory, keys and entry files, so a program compiled in either language is a hit in the
-other. (The store itself, which both reach, is tested in test_cache.py.)"""
+other. (The store itself, which both reach, is tested in test_cache_store.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -158,17 +158,6 @@ def program() -> cx.Program:
     return mlp_program()
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    directory = tmp_path / "cache"
-    monkeypatch.setenv(store.CACHE_ENVIRONMENT_VARIABLE, str(directory))
-    monkeypatch.delenv(store.MAX_BYTES_ENVIRONMENT_VARIABLE, raising=False)
-    yield directory
-    for path in [directory, *directory.rglob("*")]:  # let tmp_path's cleanup remove all
-        if path.is_dir() and not path.is_symlink():
-            path.chmod(0o700)
-
-
 def native_load(path: Path) -> None:
     """Loads the program file with the native loader in this process (on Python's
     runtime) and checks its outputs against jax.jit."""
@@ -282,7 +271,7 @@ def test_outputs_written_in_place_are_used_by_both(tmp_path: Path, cache: Path) 
 
 
 # ------------------------------------------------------------------ damaged entries
-# The store's refusals are tested once, through Python, in test_cache.py: here, that the
+# The store's refusals are tested once, through Python, in test_cache_store.py: here, that the
 # native loader takes the same path (the store's check, load_or_compile's own check, an
 # entry the store must not trust or block on), each a miss that it replaces.
 

@@ -35,14 +35,6 @@ CRASHING = {
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A disk cache of this test's own, which the children inherit."""
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("CYXLA_CACHE_DIR", str(directory))
-    return directory
-
-
-@pytest.fixture
 def solve_file(tmp_path: Path) -> Path:
     """A program with a linear-algebra custom call, saved."""
     program = cx.lower(jnp.linalg.solve, [spec((4, 4), np.float32), spec((4,), np.float32)])
