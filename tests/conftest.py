@@ -20,7 +20,15 @@ import cyxla as cx
 from cyxla import _core
 from cyxla._cache import store
 
-from support import F32, compile_c, run_python, set_outputs, x64_mode
+from support import (
+    F32,
+    NATIVE_SOURCES,
+    compile_c,
+    compile_cxx,
+    run_python,
+    set_outputs,
+    x64_mode,
+)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -184,6 +192,20 @@ def control(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> Iterator[ctypes.CDLL]
     lib.fake_platform(b"fake")
     lib.fake_devices(1)
     set_outputs(lib, [F32], [[3]])
+
+
+# ------------------------------------------------------------------ custom calls
+
+
+@pytest.fixture(scope="session")
+def handler_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/native/handlers.cc built into a shared library."""
+    output = tmp_path_factory.mktemp("ffi_handler") / "libcyxla_test_handlers.so"
+    result = compile_cxx(
+        NATIVE_SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output)
+    )
+    assert result.returncode == 0, result.stderr
+    return output
 
 
 # ------------------------------------------------------------------ x64

@@ -238,6 +238,33 @@ def compile_c(
     return output
 
 
+#: The C and C++ sources the tests build (handlers, fake plugins, C callers).
+NATIVE_SOURCES = Path(__file__).parent / "native"
+
+#: The factor of the user handler's y = x * factor + 1 (tests/native/handlers.cc).
+FACTOR = np.float32(2.5)
+
+
+def compile_cxx(source: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """Compiles C++ `source` against the FFI headers that jaxlib ships."""
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    assert compiler, "the custom-call tests need a C++ compiler (c++) to build their handler"
+    command = [compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", str(source), *arguments]
+    return subprocess.run(
+        [*command, "-isystem", jax.ffi.include_dir()], capture_output=True, text=True, timeout=300
+    )
+
+
+def scale_add(target: str) -> Callable[[jax.Array], jax.Array]:
+    """A function that calls the handler registered as `target`."""
+
+    def fn(x: jax.Array) -> jax.Array:
+        return jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(x, factor=FACTOR)
+
+    fn.__name__ = f"scale_add_{target}"
+    return fn
+
+
 # ------------------------------------------------------------------ x64
 
 
@@ -437,3 +464,37 @@ def set_outputs(lib: ctypes.CDLL, types: list[int], shapes: list[list[int]]) -> 
 def runtime(scripted: tuple[_core.Plugin, ctypes.CDLL], platform: bytes = b"fake") -> _core.Runtime:
     scripted[1].fake_platform(platform)
     return _core.Runtime.create(scripted[0], {})
+
+
+# ------------------------------------------------------------------ the native loader
+
+
+def load_from_c(path: Path) -> tuple[int, int, Error]:
+    """cyxla_load_program of `path`: its status, the handle and the error."""
+    handle, error = ctypes.c_uint64(0), Error()
+    status = table().load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
+    assert status == error.status
+    return status, handle.value, error
+
+
+def run_from_c(handle: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Runs the loaded program through get_spec and execute, as a C caller does."""
+    spec, error = ProgramSpec(), Error()
+    spec.struct_size = ctypes.sizeof(ProgramSpec)
+    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK, error.message
+    try:
+        outputs = [
+            np.empty(spec.output_bytes[j], np.uint8).view(np.float32)
+            for j in range(spec.num_outputs)
+        ]
+        inputs = (Input * len(arrays))(
+            *(Input(a.ctypes.data, spec.input_types[i], a.nbytes) for i, a in enumerate(arrays))
+        )
+        pointers = (ctypes.c_void_p * len(outputs))(*(o.ctypes.data for o in outputs))
+        status = table().execute(
+            ctypes.byref(spec), inputs, len(arrays), pointers, len(outputs), ctypes.byref(error)
+        )
+        assert status == OK, error.message
+        return outputs
+    finally:
+        table().release_spec(ctypes.byref(spec))

@@ -20,8 +20,7 @@ import pytest
 import cyxla as cx
 from cyxla import _platforms
 
-from support import table, x64_mode
-from test_program_loader import load, run
+from support import load_from_c, run_from_c, table, x64_mode
 
 #: Where the plugin's arctan went wrong at XLA's default vector width (float64 needs x64).
 ARCTAN_CASES = [
@@ -56,10 +55,10 @@ def test_the_c_loader_compiles_with_the_defaults(tmp_path: Path) -> None:
     x = _points((400,), "float32")
     path = tmp_path / "arctan.cyxla"
     cx.lower(jnp.arctan, [x]).save(path)
-    status, handle, error = load(path)
+    status, handle, error = load_from_c(path)
     assert status == 0, error.message
     try:
-        (out,) = run(handle, [x])
+        (out,) = run_from_c(handle, [x])
     finally:
         table().release_program(handle)
     np.testing.assert_allclose(out, jax.jit(jnp.arctan)(x), rtol=5e-7, atol=0)

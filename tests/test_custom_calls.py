@@ -32,45 +32,27 @@ from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi import sources as ffi_sources
 from cyxla._lower import lowering as cx_lowering
 
-from support import F32, OK, Error, Input, ProgramSpec, run_python, table
+from support import (
+    F32,
+    FACTOR,
+    NATIVE_SOURCES,
+    OK,
+    Error,
+    Input,
+    ProgramSpec,
+    compile_cxx,
+    run_python,
+    scale_add,
+    table,
+)
 
 HERE = Path(__file__).resolve().parent
-SOURCES = HERE / "native"
 SRC = HERE.parent / "src"
-FACTOR = np.float32(2.5)
-
-
-def compile_cxx(source: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    assert compiler, "the custom-call tests need a C++ compiler (c++) to build their handler"
-    command = [compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", str(source), *arguments]
-    return subprocess.run(
-        [*command, "-isystem", jax.ffi.include_dir()], capture_output=True, text=True, timeout=300
-    )
-
-
-@pytest.fixture(scope="session")
-def handler_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/native/handlers.cc built into a shared library."""
-    output = tmp_path_factory.mktemp("ffi_handler") / "libcyxla_test_handlers.so"
-    result = compile_cxx(SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output))
-    assert result.returncode == 0, result.stderr
-    return output
 
 
 @pytest.fixture(scope="session")
 def handlers(handler_library: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(handler_library))
-
-
-def scale_add(target: str) -> Callable[[jax.Array], jax.Array]:
-    """A function that calls the handler registered as `target`."""
-
-    def fn(x: jax.Array) -> jax.Array:
-        return jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(x, factor=FACTOR)
-
-    fn.__name__ = f"scale_add_{target}"
-    return fn
 
 
 def sample(shape: tuple[int, ...] = (2, 3)) -> np.ndarray:
@@ -90,7 +72,7 @@ def jaxlib_ffi_version() -> tuple[int, int]:
 
 
 def test_cyxla_declares_the_xla_ffi_structs_as_jaxlib_does(tmp_path: Path) -> None:
-    result = compile_cxx(SOURCES / "layout_check.cc", f"-I{SRC}", "-fsyntax-only")
+    result = compile_cxx(NATIVE_SOURCES / "layout_check.cc", f"-I{SRC}", "-fsyntax-only")
     assert result.returncode == 0, result.stderr
 
 
@@ -184,7 +166,7 @@ def fake_plugin(layout: int, directory: Path) -> Path:
     command += [
         "-isystem",
         jax.ffi.include_dir(),
-        str(SOURCES / "fake_plugin.c"),
+        str(NATIVE_SOURCES / "fake_plugin.c"),
         "-o",
         str(output),
     ]

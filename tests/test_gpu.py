@@ -188,14 +188,14 @@ def test_the_c_loader_loads_a_program_file_and_execute_runs_it(tmp_path: Path) -
     runtime is the platform's."""
     report = _report(
         f"""
-from test_program_loader import load, run
+from support import load_from_c, run_from_c
 fn, args = PROGRAMS["mlp64"]
 compiled(fn, args)  # opens the platform's runtime, which the C loader shares
 path = {str(tmp_path / "mlp64.cyxla")!r}
 cx.lower(fn, [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]).save(path)
-status, handle, error = load(path)
+status, handle, error = load_from_c(path)
 assert status == 0, error.message
-(out,) = run(handle, args)
+(out,) = run_from_c(handle, args)
 print(json.dumps({{"gap": gap([out.reshape(64)], on_device(fn, args))}}))
 """,
         tmp_path,

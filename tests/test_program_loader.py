@@ -24,6 +24,7 @@ from cyxla import _core
 
 from program_file_writer import metadata_text, pack, save
 from support import (
+    FACTOR,
     INVALID_ARGUMENT,
     OK,
     OPTION_INT64,
@@ -32,12 +33,13 @@ from support import (
     PROGRAM_FILE,
     ClientOption,
     Error,
-    Input,
     ProgramSpec,
     RuntimeOptions,
+    load_from_c,
+    run_from_c,
+    scale_add,
     table,
 )
-from test_custom_calls import FACTOR, SOURCES, compile_cxx, scale_add
 
 
 def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
@@ -55,44 +57,14 @@ def program() -> cx.Program:
     return mlp_program()
 
 
-def load(path: Path) -> tuple[int, int, Error]:
-    handle, error = ctypes.c_uint64(0), Error()
-    status = table().load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
-    assert status == error.status
-    return status, handle.value, error
-
-
-def run(handle: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
-    """Runs the loaded program through get_spec and execute, as a C caller does."""
-    spec, error = ProgramSpec(), Error()
-    spec.struct_size = ctypes.sizeof(ProgramSpec)
-    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK, error.message
-    try:
-        outputs = [
-            np.empty(spec.output_bytes[j], np.uint8).view(np.float32)
-            for j in range(spec.num_outputs)
-        ]
-        inputs = (Input * len(arrays))(
-            *(Input(a.ctypes.data, spec.input_types[i], a.nbytes) for i, a in enumerate(arrays))
-        )
-        pointers = (ctypes.c_void_p * len(outputs))(*(o.ctypes.data for o in outputs))
-        status = table().execute(
-            ctypes.byref(spec), inputs, len(arrays), pointers, len(outputs), ctypes.byref(error)
-        )
-        assert status == OK, error.message
-        return outputs
-    finally:
-        table().release_spec(ctypes.byref(spec))
-
-
 def test_a_loaded_program_runs_like_jax_jit(program: cx.Program, tmp_path: Path) -> None:
-    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    status, handle, error = load_from_c(save(program, tmp_path / "mlp.cyxla"))
     assert status == OK, error.message
     try:
         rng = np.random.default_rng(0)
         x = rng.standard_normal((4, 8), np.float32)
         w = rng.standard_normal((8, 8), np.float32)
-        (out,) = run(handle, [x, w])
+        (out,) = run_from_c(handle, [x, w])
         np.testing.assert_allclose(out.reshape(4, 8), jax.jit(mlp)(x, w), rtol=1e-6, atol=1e-6)
     finally:
         table().release_program(handle)
@@ -112,10 +84,10 @@ def test_a_program_writing_an_output_in_place_runs_like_jax_jit(tmp_path: Path) 
     path = save(program, tmp_path / "in_place.cyxla")
     x = np.random.default_rng(1).standard_normal((256, 256), np.float32)
     for _ in range(2):
-        status, handle, error = load(path)
+        status, handle, error = load_from_c(path)
         assert status == OK, error.message
         try:
-            (out,) = run(handle, [x])
+            (out,) = run_from_c(handle, [x])
         finally:
             table().release_program(handle)
         np.testing.assert_allclose(out.reshape(256, 256), jax.jit(double_sin)(x), rtol=1e-6)
@@ -161,43 +133,17 @@ def _with_metadata(old: str, new: str) -> Callable[[cx.Program], bytes]:
     return make
 
 
-def _good(program: cx.Program) -> bytes:
-    return pack(*_parts(program))
-
-
-#: Damaged files that the native loader refuses as load_program does (the one reader,
-#: whose every refusal tests/test_program_file.py tests): those the native loader once
-#: took, or refused with other words, and one of each reason.
-BAD_FILES: dict[str, Callable[[cx.Program], bytes]] = {
-    "metadata that is not UTF-8": lambda p: pack(_parts(p)[0] + b"key \xff\n", *_parts(p)[1:]),
-    "jax_version twice": _with_metadata("cyxla_version", "jax_version 0.1\ncyxla_version"),
-    "jaxlib_version twice": _with_metadata("cyxla_version", "jaxlib_version 0.1\ncyxla_version"),
-    "output_tree twice": _with_metadata(
-        "cyxla_version", 'output_tree "*"\noutput_tree "*"\ncyxla_version'
-    ),
-    "an output_tree of other outputs": _with_metadata(
-        "cyxla_version", "output_tree []\ncyxla_version"
-    ),
-    "an unknown platform": _with_metadata("platform cpu", "platform abacus"),
-    "format 0": lambda p: pack(*_parts(p), version=0),
-    "reserved and a bad checksum": lambda p: pack(*_parts(p), reserved=1, crc=1),
-    "wrong magic": lambda p: b"NOTCYXLA" + _good(p)[8:],
-    "empty": lambda p: b"",
-    "truncated": lambda p: _good(p)[:-5],
-    "reserved": lambda p: pack(*_parts(p), reserved=1),
-    "newer format": lambda p: pack(*_parts(p), version=2),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD_FILES))
-def test_bad_files_are_refused_as_load_program_refuses_them(
-    name: str, program: cx.Program, tmp_path: Path
+def test_a_bad_file_reaches_c_as_load_program_refuses_it(
+    program: cx.Program, tmp_path: Path
 ) -> None:
+    """One reader (src/program/program_file.cpp) refuses bad files for both doors, each
+    kind tested in test_program_file.py; a C caller gets PROGRAM_FILE, no handle, and
+    load_program's message."""
     path = tmp_path / "bad.cyxla"
-    path.write_bytes(BAD_FILES[name](program))
+    path.write_bytes(pack(*_parts(program))[:-5])
     with pytest.raises(cx.ProgramFileError) as python:
         cx.load_program(path)
-    status, handle, error = load(path)
+    status, handle, error = load_from_c(path)
     assert (status, handle) == (PROGRAM_FILE, 0), error.message
     assert error.message.decode() == f"load_program: {python.value}"
 
@@ -205,14 +151,14 @@ def test_bad_files_are_refused_as_load_program_refuses_them(
 def test_outputs_that_are_not_the_programs_are_refused(program: cx.Program, tmp_path: Path) -> None:
     path = tmp_path / "bad.cyxla"
     path.write_bytes(_with_metadata("output F32 [4,8]", "output F32 [8,4]")(program))
-    status, handle, error = load(path)
+    status, handle, error = load_from_c(path)
     assert (status, handle) == (PROGRAM_FILE, 0), error.message
     assert b"the compiled program returns (f32[4,8])" in error.message
     assert str(path).encode() in error.message
 
 
 def test_unreadable_files_are_refused(tmp_path: Path) -> None:
-    status, _, error = load(tmp_path / "missing.cyxla")
+    status, _, error = load_from_c(tmp_path / "missing.cyxla")
     assert status == INVALID_ARGUMENT
     assert b"cannot open the program file" in error.message
     assert b"No such file" in error.message
@@ -221,7 +167,7 @@ def test_unreadable_files_are_refused(tmp_path: Path) -> None:
 def test_a_program_for_another_platform_is_refused(program: cx.Program, tmp_path: Path) -> None:
     path = tmp_path / "cuda.cyxla"
     path.write_bytes(_with_metadata("platform cpu\n", "platform cuda\n")(program))
-    status, _, error = load(path)
+    status, _, error = load_from_c(path)
     assert status == INVALID_ARGUMENT
     assert b"holds a program for 'cuda', but this process runs the 'cpu' plugin" in error.message
 
@@ -233,7 +179,7 @@ def test_a_custom_call_nobody_registered_is_refused_naming_it(
     path.write_bytes(
         _with_metadata("cyxla_version", "custom_call my_solver\ncyxla_version")(program)
     )
-    status, _, error = load(path)
+    status, _, error = load_from_c(path)
     assert status == INVALID_ARGUMENT
     assert b"calls the custom-call target 'my_solver'" in error.message
     assert b"cyxla_register_ffi_handler" in error.message
@@ -249,12 +195,12 @@ def test_jaxlibs_lapack_targets_load_in_a_python_process(tmp_path: Path) -> None
     f32 = jnp.float32
     program = cx.lower(solve, [jax.ShapeDtypeStruct((3, 3), f32), jax.ShapeDtypeStruct((3,), f32)])
     assert any(t.startswith("lapack_") for t in program.custom_calls), program.custom_calls
-    status, handle, error = load(save(program, tmp_path / "solve.cyxla"))
+    status, handle, error = load_from_c(save(program, tmp_path / "solve.cyxla"))
     assert status == OK, error.message
     try:
         a = np.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], np.float32)
         b = np.array([1, 2, 3], np.float32)
-        (x,) = run(handle, [a, b])
+        (x,) = run_from_c(handle, [a, b])
         np.testing.assert_allclose(x, jax.jit(solve)(a, b), rtol=1e-5)
     finally:
         table().release_program(handle)
@@ -303,10 +249,10 @@ def test_the_second_load_comes_from_the_disk_cache(
     path = save(program, tmp_path / "mlp.cyxla")
     x, w = np.ones((4, 8), np.float32), np.full((8, 8), 0.5, np.float32)
     for attempt in ("compiled", "cached", "damaged entry, recompiled"):
-        status, handle, error = load(path)
+        status, handle, error = load_from_c(path)
         assert status == OK, f"{attempt}: {error.message}"
         try:
-            (out,) = run(handle, [x, w])
+            (out,) = run_from_c(handle, [x, w])
             np.testing.assert_allclose(out.reshape(4, 8), jax.jit(mlp)(x, w), rtol=1e-6)
         finally:
             table().release_program(handle)
@@ -323,7 +269,7 @@ def test_an_empty_cache_dir_turns_the_cache_off(
     monkeypatch.setenv("CYXLA_CACHE_DIR", "")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    status, handle, error = load_from_c(save(program, tmp_path / "mlp.cyxla"))
     assert status == OK, error.message
     table().release_program(handle)
     assert not (tmp_path / "home").exists()
@@ -404,12 +350,11 @@ print(json.dumps(report))
 """
 
 
-def test_a_handler_registered_from_c_runs_in_a_loaded_program(tmp_path: Path) -> None:
+def test_a_handler_registered_from_c_runs_in_a_loaded_program(
+    handler_library: Path, tmp_path: Path
+) -> None:
     # The whole path of a process without Python's runtime: open with client options,
     # register a typed FFI handler from C, load a program that calls it, run it.
-    output = tmp_path / "libhandlers.so"
-    built = compile_cxx(SOURCES / "handlers.cc", "-O1", "-shared", "-fPIC", "-o", str(output))
-    assert built.returncode == 0, built.stderr
     target = "cyxla_c_scale_add"
     program = cx.lower(
         scale_add(target), [jax.ShapeDtypeStruct((2, 3), jnp.float32)], custom_calls=[target]
@@ -419,7 +364,7 @@ def test_a_handler_registered_from_c_runs_in_a_loaded_program(tmp_path: Path) ->
     code = _WITHOUT_PYTHONS_RUNTIME.format(
         tests=str(Path(__file__).parent),
         library=cx.get_library(),
-        handlers=str(output),
+        handlers=str(handler_library),
         program=str(path).encode(),
         plugin=_plugin().encode(),
         target=target.encode(),
@@ -450,7 +395,7 @@ def test_a_second_client_does_not_take_the_process_runtimes_place(
     loaded = cx.initialize(platform="cpu")
     other = _core.Runtime.create(loaded.plugin, {"cpu_device_count": 1})
     del other
-    status, handle, error = load(save(program, tmp_path / "mlp.cyxla"))
+    status, handle, error = load_from_c(save(program, tmp_path / "mlp.cyxla"))
     assert status == OK, error.message
     table().release_program(handle)
 
@@ -519,7 +464,7 @@ def test_input_specs_edited_in_a_file_are_refused_and_never_cached(
     path = tmp_path / "edited.cyxla"
     path.write_bytes(_with_metadata(old, new)(program))
     before = _entries()
-    status, handle, error = load(path)
+    status, handle, error = load_from_c(path)
     assert (status, handle) == (PROGRAM_FILE, 0), error.message
     assert expected in error.message, error.message
     assert b"the input specs are not those of the compiled program" in error.message
@@ -531,7 +476,7 @@ def test_input_specs_edited_in_a_file_are_refused_and_never_cached(
     arrays = [np.arange(int(np.prod(s)), dtype=t).reshape(s) for s, t in specs]
     np.testing.assert_array_equal(executable.run(arrays)[0], jax.jit(function)(*arrays))
     assert cx.compile_program(program)[1].cache_hit  # stored
-    status, _, error = load(path)
+    status, _, error = load_from_c(path)
     assert status == PROGRAM_FILE and expected in error.message, error.message
 
 
@@ -542,7 +487,7 @@ def test_outputs_written_in_place_that_a_file_claims_wrongly_are_refused(tmp_pat
     dropped.write_bytes(
         _with_metadata("input F32 [256,256]\n", "input F32 [256,256]\n")(writes_in_place)
     )  # the writer's lines hold no donated_output line: the claim is "none"
-    status, _, error = load(dropped)
+    status, _, error = load_from_c(dropped)
     assert status == PROGRAM_FILE, error.message
     assert (
         b"the outputs written in place are listed as () (a program file's donated_output "
@@ -551,7 +496,7 @@ def test_outputs_written_in_place_that_a_file_claims_wrongly_are_refused(tmp_pat
     small = mlp_program()
     added = tmp_path / "added.cyxla"
     added.write_bytes(_with_metadata("cyxla_version", "donated_output 0\ncyxla_version")(small))
-    status, _, error = load(added)
+    status, _, error = load_from_c(added)
     assert status == PROGRAM_FILE, error.message
     assert (
         b"the outputs written in place are listed as (0) (a program file's donated_output "
