@@ -47,6 +47,8 @@ from support import (
 )
 
 HERE = Path(__file__).resolve().parent
+
+
 SRC = HERE.parent / "src"
 
 
@@ -408,6 +410,49 @@ def test_a_rejected_handler_fails_the_compile_with_both_versions(handler_library
     assert f"plugin's XLA FFI {plugin}" in result and "newer than the plugin" in result
 
 
+def test_a_rejected_jax_registration_warns_and_register_jax_targets_raises(
+    handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JAX's own client refuses the handler too; cyxla warns for a mirrored one, and
+    register_jax_targets raises for one that JAX holds."""
+    cx.initialize()
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
+    with pytest.warns(RuntimeWarning, match=r"'cyxla_test_future_mirrored'.*XLA FFI 0\.99"):
+        mirror._mirror("cyxla_test_future_mirrored", capsule, "cpu", 1)
+    pending = {"cpu": [("cyxla_test_future_held", capsule, 1, 0)]}
+    monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
+    with pytest.raises(cx.UnsupportedProgramError, match=r"'cyxla_test_future_held'.*0\.99"):
+        cx.register_jax_targets()
+
+
+def test_a_second_handler_from_jax_is_ignored_with_a_warning(handlers: ctypes.CDLL) -> None:
+    first = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    cx.register_ffi_target("cyxla_test_twice", first)
+    other = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
+    with pytest.warns(RuntimeWarning, match="keeps the handler .* 'cyxla_test_twice' that cyxla"):
+        mirror._mirror("cyxla_test_twice", other, "cpu", 1)  # as jax.ffi would
+    x = sample()
+    program = cx.lower(scale_add("cyxla_test_twice"), [x], custom_calls=["cyxla_test_twice"])
+    (ours,) = cx.compile_program(program)[0].run([x])
+    np.testing.assert_allclose(ours, x * FACTOR + 1, rtol=1e-6)
+
+
+def test_a_failed_mirror_warns_and_jax_still_registers(
+    handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(**_: Any) -> None:
+        raise RuntimeError("mirror broke")
+
+    monkeypatch.setattr(mirror, "_mirror", broken)
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    with pytest.warns(RuntimeWarning, match="could not mirror a JAX FFI registration: mirror"):
+        jax.ffi.register_ffi_target("cyxla_test_unmirrored", capsule, platform="cpu")
+    x = sample()
+    np.testing.assert_allclose(
+        jax.jit(scale_add("cyxla_test_unmirrored"))(x), x * FACTOR + 1, rtol=1e-6
+    )
+
+
 def test_mirroring_keeps_jax_behaviour() -> None:
     assert getattr(xla_client.register_custom_call_target, "_cyxla_mirror", False)
     assert cx.MIRROR_ENVIRONMENT_VARIABLE == "CYXLA_MIRROR_JAX"
@@ -416,7 +461,7 @@ def test_mirroring_keeps_jax_behaviour() -> None:
     assert not getattr(wrapped.__wrapped__, "_cyxla_mirror", False)
 
 
-# ---------------------------------------------------------------- what cannot run
+# ---------------------------------------------------------------- what cannot run: Python callbacks
 
 
 def _lower_error(fn: Callable[..., Any], custom_calls: tuple[str, ...] = ()) -> str:
@@ -490,6 +535,30 @@ def test_an_equinox_check_is_refused_with_the_way_out() -> None:
     assert "equinox." in message and "EQX_ON_ERROR=nan" in message
 
 
+def _call(target: str, config: str = "api_version = 4 : i32") -> str:
+    return f"    %0 = stablehlo.custom_call @{target}(%arg0) {{{config}}} : (tensor<3xf32>) -> ()"
+
+
+def test_check_lowered_lets_xla_builtins_through_and_names_callbacks() -> None:
+    ffi_checks.check_lowered(_call("Sharding", 'backend_config = ""'), "f", "cpu")
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        ffi_checks.check_lowered(_call("xla_ffi_python_cpu_callback"), "f", "cpu")
+    assert "f calls the custom-call target 'xla_ffi_python_cpu_callback'" in str(info.value)
+    assert "Python host callback" in str(info.value)
+
+
+def test_explain_export_error_falls_back_when_tracing_fails() -> None:
+    def trace() -> Any:
+        raise RuntimeError("cannot trace again")
+
+    error = NotImplementedError("host_callbacks are not supported")
+    assert ffi_checks.explain_export_error(error, "f", trace) is None
+    assert ffi_checks.explain_export_error(ValueError("other"), "f", trace) is None
+
+
+# ---------------------------------------------------------------- what cannot run: targets
+
+
 def test_an_untyped_custom_call_is_refused() -> None:
     def fn(x: jax.Array) -> jax.Array:
         out = jax.ShapeDtypeStruct(x.shape, x.dtype)
@@ -499,11 +568,28 @@ def test_an_untyped_custom_call_is_refused() -> None:
     assert "'cyxla_test_untyped' as an untyped custom call" in message
 
 
+_explained = ffi_checks.explain_compile_errors
+
+
+def test_explain_compile_errors_names_an_untyped_call() -> None:
+    untyped = "No registered implementation for untyped custom call to old_call"
+    expected = "'old_call' is an untyped custom call"
+    with pytest.raises(cx.UnsupportedProgramError, match=expected), _explained():
+        raise cx.CompileError(untyped)
+    with pytest.raises(cx.CompileError, match="something else"), _explained():
+        raise cx.CompileError("something else")
+
+
 def test_a_target_registered_untyped_is_refused(handlers: ctypes.CDLL) -> None:
+    """By lower's check, and by compile_program's (check_program) for a program lowered
+    elsewhere."""
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
     cx.register_ffi_target("cyxla_test_api0", capsule, api_version=0)
     message = _lower_error(scale_add("cyxla_test_api0"), ("cyxla_test_api0",))
     assert "'cyxla_test_api0'" in message and "api_version=0" in message
+    with pytest.raises(cx.UnsupportedProgramError) as info:
+        ffi_checks.check_program(["cyxla_test_api0"], "cpu")
+    assert str(info.value).startswith("'cyxla_test_api0': it was registered as an untyped")
 
 
 def test_a_target_with_more_stages_than_execute_is_refused(handlers: ctypes.CDLL) -> None:
@@ -531,6 +617,9 @@ def test_a_target_nobody_registered_is_refused_at_compile() -> None:
     assert isinstance(info.value.__cause__, cx.CompileError)
 
 
+# ---------------------------------------------------------------- refused handlers, the probe
+
+
 def test_a_handler_newer_than_the_plugin_is_refused(handlers: ctypes.CDLL) -> None:
     plugin = cx.initialize().plugin
     version = ".".join(map(str, _core._ffi_version(plugin) or ()))
@@ -546,6 +635,15 @@ def test_a_handler_newer_than_the_plugin_is_refused(handlers: ctypes.CDLL) -> No
     )
     with pytest.raises(cx.UnsupportedProgramError, match=r"XLA FFI 0\.99"):
         cx.compile_program(program)
+
+
+def test_version_reasons() -> None:
+    older = ffi_plugin._version_reason((0, 1), (0, 2))
+    assert older == (
+        " (handler built against XLA FFI 0.1, plugin's XLA FFI 0.2): another handler may "
+        "hold the name in the plugin"
+    )
+    assert "XLA FFI unknown" in ffi_plugin._version_reason(None, (0, 2))
 
 
 def test_a_handler_that_refuses_its_metadata_call_is_refused(handlers: ctypes.CDLL) -> None:
@@ -584,22 +682,6 @@ def test_a_handler_that_throws_at_its_metadata_call(tmp_path: Path) -> None:
     )
 
 
-def test_the_version_probe_is_no_custom_call() -> None:
-    def call_probe(x: jax.Array) -> jax.Array:
-        return jax.ffi.ffi_call("cyxla_ffi_version_probe", jax.ShapeDtypeStruct(x.shape, x.dtype))(
-            x
-        )
-
-    program = cx.lower(
-        call_probe,
-        [jax.ShapeDtypeStruct((3,), jnp.float32)],
-        custom_calls=["cyxla_ffi_version_probe"],
-    )
-    executable = cx.compile_program(program)[0]
-    with pytest.raises(cx.PjrtError, match="cyxla_ffi_version_probe is not a custom call"):
-        executable.run([np.zeros(3, np.float32)])
-
-
 def test_registration_arguments_are_checked(handlers: ctypes.CDLL) -> None:
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
     cx.register_ffi_target("cyxla_test_first", capsule)
@@ -616,49 +698,20 @@ def test_registration_arguments_are_checked(handlers: ctypes.CDLL) -> None:
         cx.register_ffi_target('bad"name', capsule)
 
 
-# ---------------------------------------------------------------- the checks' edges
+def test_the_version_probe_is_no_custom_call() -> None:
+    def call_probe(x: jax.Array) -> jax.Array:
+        return jax.ffi.ffi_call("cyxla_ffi_version_probe", jax.ShapeDtypeStruct(x.shape, x.dtype))(
+            x
+        )
 
-
-def _call(target: str, config: str = "api_version = 4 : i32") -> str:
-    return f"    %0 = stablehlo.custom_call @{target}(%arg0) {{{config}}} : (tensor<3xf32>) -> ()"
-
-
-def test_check_lowered_lets_xla_builtins_through_and_names_callbacks() -> None:
-    ffi_checks.check_lowered(_call("Sharding", 'backend_config = ""'), "f", "cpu")
-    with pytest.raises(cx.UnsupportedProgramError) as info:
-        ffi_checks.check_lowered(_call("xla_ffi_python_cpu_callback"), "f", "cpu")
-    assert "f calls the custom-call target 'xla_ffi_python_cpu_callback'" in str(info.value)
-    assert "Python host callback" in str(info.value)
-
-
-def test_explain_export_error_falls_back_when_tracing_fails() -> None:
-    def trace() -> Any:
-        raise RuntimeError("cannot trace again")
-
-    error = NotImplementedError("host_callbacks are not supported")
-    assert ffi_checks.explain_export_error(error, "f", trace) is None
-    assert ffi_checks.explain_export_error(ValueError("other"), "f", trace) is None
-
-
-_explained = ffi_checks.explain_compile_errors
-
-
-def test_explain_compile_errors_names_an_untyped_call() -> None:
-    untyped = "No registered implementation for untyped custom call to old_call"
-    expected = "'old_call' is an untyped custom call"
-    with pytest.raises(cx.UnsupportedProgramError, match=expected), _explained():
-        raise cx.CompileError(untyped)
-    with pytest.raises(cx.CompileError, match="something else"), _explained():
-        raise cx.CompileError("something else")
-
-
-def test_version_reasons() -> None:
-    older = ffi_plugin._version_reason((0, 1), (0, 2))
-    assert older == (
-        " (handler built against XLA FFI 0.1, plugin's XLA FFI 0.2): another handler may "
-        "hold the name in the plugin"
+    program = cx.lower(
+        call_probe,
+        [jax.ShapeDtypeStruct((3,), jnp.float32)],
+        custom_calls=["cyxla_ffi_version_probe"],
     )
-    assert "XLA FFI unknown" in ffi_plugin._version_reason(None, (0, 2))
+    executable = cx.compile_program(program)[0]
+    with pytest.raises(cx.PjrtError, match="cyxla_ffi_version_probe is not a custom call"):
+        executable.run([np.zeros(3, np.float32)])
 
 
 class _Refusing:
@@ -674,66 +727,9 @@ def test_the_probe_passes_on_other_compile_errors() -> None:
         ffi_plugin._probe(plugin, _Refusing(), ["cyxla_test_probe"])  # type: ignore[arg-type]
 
 
-# ---------------------------------------------------------------- mirroring's edges
-
-
-def test_a_rejected_jax_registration_warns_and_register_jax_targets_raises(
-    handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """JAX's own client refuses the handler too; cyxla warns for a mirrored one, and
-    register_jax_targets raises for one that JAX holds."""
-    cx.initialize()
-    capsule = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
-    with pytest.warns(RuntimeWarning, match=r"'cyxla_test_future_mirrored'.*XLA FFI 0\.99"):
-        mirror._mirror("cyxla_test_future_mirrored", capsule, "cpu", 1)
-    pending = {"cpu": [("cyxla_test_future_held", capsule, 1, 0)]}
-    monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
-    with pytest.raises(cx.UnsupportedProgramError, match=r"'cyxla_test_future_held'.*0\.99"):
-        cx.register_jax_targets()
-
-
-def test_a_second_handler_from_jax_is_ignored_with_a_warning(handlers: ctypes.CDLL) -> None:
-    first = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
-    cx.register_ffi_target("cyxla_test_twice", first)
-    other = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
-    with pytest.warns(RuntimeWarning, match="keeps the handler .* 'cyxla_test_twice' that cyxla"):
-        mirror._mirror("cyxla_test_twice", other, "cpu", 1)  # as jax.ffi would
-    x = sample()
-    program = cx.lower(scale_add("cyxla_test_twice"), [x], custom_calls=["cyxla_test_twice"])
-    (ours,) = cx.compile_program(program)[0].run([x])
-    np.testing.assert_allclose(ours, x * FACTOR + 1, rtol=1e-6)
-
-
-def test_a_failed_mirror_warns_and_jax_still_registers(
-    handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken(**_: Any) -> None:
-        raise RuntimeError("mirror broke")
-
-    monkeypatch.setattr(mirror, "_mirror", broken)
-    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
-    with pytest.warns(RuntimeWarning, match="could not mirror a JAX FFI registration: mirror"):
-        jax.ffi.register_ffi_target("cyxla_test_unmirrored", capsule, platform="cpu")
-    x = sample()
-    np.testing.assert_allclose(
-        jax.jit(scale_add("cyxla_test_unmirrored"))(x), x * FACTOR + 1, rtol=1e-6
-    )
-
-
-def test_compile_refuses_a_target_recorded_as_unsupported(handlers: ctypes.CDLL) -> None:
-    from cyxla._ffi import checks as ffi_checks
-
-    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
-    cx.register_ffi_target("cyxla_test_api0_compile", capsule, api_version=0)
-    with pytest.raises(cx.UnsupportedProgramError) as info:
-        ffi_checks.check_program(["cyxla_test_api0_compile"], "cpu")
-    assert str(info.value).startswith("'cyxla_test_api0_compile': it was registered as an untyped")
-
-
 def test_a_failed_probe_rejects_what_it_would_have_verified(
     handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cyxla._ffi import plugin as ffi_plugin
     from cyxla._ffi import targets as ffi_targets
 
     loaded = cx.initialize()
