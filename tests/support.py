@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import jax.scipy.special
 import numpy as np
 
 import cyxla as cx
@@ -469,19 +471,36 @@ def runtime(scripted: tuple[_core.Plugin, ctypes.CDLL], platform: bytes = b"fake
 # ------------------------------------------------------------------ the native loader
 
 
-def load_from_c(path: Path) -> tuple[int, int, Error]:
-    """cyxla_load_program of `path`: its status, the handle and the error."""
+def open_runtime_from_c(api: Api, *options: ClientOption) -> None:
+    """Opens the runtime as a C program does (in a process without Python's runtime),
+    naming `options`; cyxla's defaults for the platform give the others."""
+    given = RuntimeOptions(
+        ctypes.sizeof(RuntimeOptions),
+        plugin_library().encode(),
+        (ClientOption * len(options))(*options),
+        len(options),
+    )
+    error = Error()
+    assert api.open_runtime(ctypes.byref(given), ctypes.byref(error)) == OK, error.message
+
+
+def load_from_c(path: Path, api: Api | None = None) -> tuple[int, int, Error]:
+    """cyxla_load_program of `path` (through `api`, this process's table by default): its
+    status, the handle and the error."""
+    api = table() if api is None else api
     handle, error = ctypes.c_uint64(0), Error()
-    status = table().load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
+    status = api.load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
     assert status == error.status
     return status, handle.value, error
 
 
-def run_from_c(handle: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
-    """Runs the loaded program through get_spec and execute, as a C caller does."""
+def run_from_c(handle: int, arrays: list[np.ndarray], api: Api | None = None) -> list[np.ndarray]:
+    """Runs the loaded program through get_spec and execute, as a C caller does; the
+    outputs (as float32)."""
+    api = table() if api is None else api
     spec, error = ProgramSpec(), Error()
     spec.struct_size = ctypes.sizeof(ProgramSpec)
-    assert table().get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK, error.message
+    assert api.get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK, error.message
     try:
         outputs = [
             np.empty(spec.output_bytes[j], np.uint8).view(np.float32)
@@ -491,10 +510,162 @@ def run_from_c(handle: int, arrays: list[np.ndarray]) -> list[np.ndarray]:
             *(Input(a.ctypes.data, spec.input_types[i], a.nbytes) for i, a in enumerate(arrays))
         )
         pointers = (ctypes.c_void_p * len(outputs))(*(o.ctypes.data for o in outputs))
-        status = table().execute(
+        status = api.execute(
             ctypes.byref(spec), inputs, len(arrays), pointers, len(outputs), ctypes.byref(error)
         )
         assert status == OK, error.message
         return outputs
     finally:
-        table().release_spec(ctypes.byref(spec))
+        api.release_spec(ctypes.byref(spec))
+
+
+# ------------------------------------------------------------------ the jnp sweep
+# (test_jnp_sweep.py runs it; test_aot.py exports it)
+
+#: Relative and absolute tolerance by dtype: a few ulps (complex64 a few more: jax.nn.gelu
+#: of a complex number near 500 differs by 1.6e-5 between jaxlib 0.10.2 and the plugin).
+SWEEP_TOLERANCE = {
+    "float32": (1e-5, 1e-6),
+    "complex64": (3e-5, 1e-6),
+    "float64": (1e-12, 1e-14),
+}
+
+
+_SWEEP_FLOATS = [0.5, -1.5, 0.0, -0.0, 2.0, np.nan, np.inf, -np.inf, 3.25, -0.75, 1.0, 7.0]
+
+
+_SWEEP_INTS = [3, -2, 0, 1, 5, -7, 2, 4, -1, 6, 1, -3]
+
+
+#: Second operands: no zero, so that integer division is defined.
+_SWEEP_INTS_NONZERO = [2, -3, 1, 5, -1, 4, 7, -2, 3, 1, -4, 6]
+
+
+def sweep_values(shape: tuple[int, ...], dtype: np.dtype, operand: int) -> np.ndarray:
+    """Deterministic values of `shape` and `dtype`: first the pool's (NaN, infinities and
+    -0.0 included for floats), then seeded random ones, so that no two lanes of a vector
+    hold the same value; `operand` 1 takes other values (nonzero for integers)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    roll = 5 * operand
+    rng = np.random.default_rng(operand)
+    if dtype.kind == "f":
+        pool = np.roll(np.array(_SWEEP_FLOATS), roll)
+        rest = rng.uniform(-4, 4, size)
+    elif dtype.kind == "c":
+        finite = np.array([v for v in _SWEEP_FLOATS if np.isfinite(v)])
+        pool = np.roll(finite, roll) + 1j * np.roll(finite, roll + 3)
+        rest = rng.uniform(-4, 4, size) + 1j * rng.uniform(-4, 4, size)
+    else:
+        pool = np.array(_SWEEP_INTS_NONZERO if operand else _SWEEP_INTS)
+        rest = rng.integers(1, 8, size) * rng.choice([-1, 1], size)
+    values = np.concatenate([pool, rest])[:size] if size > len(pool) else pool[:size]
+    return values.reshape(shape).astype(dtype)
+
+
+def _sweep_unary() -> dict[str, Callable[..., Any]]:
+    return {
+        "abs": jnp.abs,
+        "sign": jnp.sign,
+        "sqrt": jnp.sqrt,
+        "exp": jnp.exp,
+        "log": jnp.log,
+        "sin": jnp.sin,
+        "floor": jnp.floor,
+        "reciprocal": jnp.reciprocal,
+        "isfinite": jnp.isfinite,
+        "isinf": jnp.isinf,
+        "isnan": jnp.isnan,
+        "signbit": jnp.signbit,
+        "imag": jnp.imag,
+        "real": jnp.real,
+        "conj": jnp.conj,
+        "logical_not": jnp.logical_not,
+        "arctan": jnp.arctan,
+        "arcsin": jnp.arcsin,
+        "arccos": jnp.arccos,
+        "arcsinh": jnp.arcsinh,
+        "arccosh": jnp.arccosh,
+        "arctanh": jnp.arctanh,
+        "cos": jnp.cos,
+        "tan": jnp.tan,
+        "sinh": jnp.sinh,
+        "cosh": jnp.cosh,
+        "tanh": jnp.tanh,
+        "expm1": jnp.expm1,
+        "log1p": jnp.log1p,
+        "log2": jnp.log2,
+        "exp2": jnp.exp2,
+        "cbrt": jnp.cbrt,
+        "square": jnp.square,
+        "rint": jnp.rint,
+        "ceil": jnp.ceil,
+        "trunc": jnp.trunc,
+        "erf": jax.scipy.special.erf,
+        "erfc": jax.scipy.special.erfc,
+        "erf_inv": jax.scipy.special.erfinv,
+        "gammaln": jax.scipy.special.gammaln,
+        "digamma": jax.scipy.special.digamma,
+        "sigmoid": jax.nn.sigmoid,
+        "softplus": jax.nn.softplus,
+        "gelu": jax.nn.gelu,
+        "silu": jax.nn.silu,
+        "nan_to_num": jnp.nan_to_num,
+        "clip": lambda x: jnp.clip(x, -1, 2),
+        "sum": jnp.sum,
+        "mean": jnp.mean,
+        "max": jnp.max,
+        "argmax": jnp.argmax,
+        "cumsum": jnp.cumsum,
+        "sort": jnp.sort,
+        "reshape": lambda x: jnp.reshape(x, (-1,)),
+        "transpose": jnp.transpose,
+    }
+
+
+def _sweep_binary() -> dict[str, Callable[..., Any]]:
+    return {
+        "add": jnp.add,
+        "multiply": jnp.multiply,
+        "divide": jnp.divide,
+        "floor_divide": jnp.floor_divide,
+        "maximum": jnp.maximum,
+        "fmax": jnp.fmax,
+        "arctan2": jnp.arctan2,
+        "power": jnp.power,
+        "hypot": jnp.hypot,
+        "logaddexp": jnp.logaddexp,
+        "remainder": jnp.remainder,
+        "copysign": jnp.copysign,
+        "equal": jnp.equal,
+        "less": jnp.less,
+        "where": lambda x, y: jnp.where(jnp.abs(x) > jnp.abs(y), x, y),
+        "matmul": lambda x, y: jnp.matmul(x, y.T),
+        "dot": lambda x, y: jnp.dot(x, y),
+        "concatenate": lambda x, y: jnp.concatenate([x, y]),
+    }
+
+
+SWEEP_FUNCTIONS: dict[str, tuple[Callable[..., Any], int]] = {
+    **{name: (fn, 1) for name, fn in _sweep_unary().items()},
+    **{name: (fn, 2) for name, fn in _sweep_binary().items()},
+}
+
+
+def all_at_once(fn: Callable[..., Any], arity: int, count: int) -> Callable[..., Any]:
+    """`fn` applied to each of `count` groups of `arity` consecutive arguments."""
+
+    def every(*flat: Any) -> tuple[Any, ...]:
+        return tuple(fn(*flat[i * arity : (i + 1) * arity]) for i in range(count))
+
+    return every
+
+
+def compare_with_jit(ours: np.ndarray, theirs: np.ndarray, where: str) -> None:
+    """Equal to jax.jit's output: integers and booleans exactly, floats within SWEEP_TOLERANCE."""
+    assert ours.dtype == theirs.dtype, f"{where}: dtype {ours.dtype}, jax.jit {theirs.dtype}"
+    assert ours.shape == theirs.shape, f"{where}: shape {ours.shape}, jax.jit {theirs.shape}"
+    if ours.dtype.kind in "fc":
+        rtol, atol = SWEEP_TOLERANCE[ours.dtype.name]
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol, err_msg=where)
+    else:
+        np.testing.assert_array_equal(ours, theirs, err_msg=where)

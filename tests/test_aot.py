@@ -23,7 +23,7 @@ import pytest
 import cyxla as cx
 from cyxla._aot import c_source, kernel_plan, tfcompile
 
-from support import run_cyxla
+from support import SWEEP_FUNCTIONS, all_at_once, compare_with_jit, run_cyxla, sweep_values
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("tensorflow") is None,
@@ -456,22 +456,20 @@ _SWEEP_SHAPES = ((3,), (2, 3))
 
 
 def _sweep_arguments(name: str, dtype_name: str) -> tuple[Callable[..., Any], list[np.ndarray]]:
-    from test_jnp_sweep import FUNCTIONS, _all_at_once, _values
-
-    function, arity = FUNCTIONS[name]
+    function, arity = SWEEP_FUNCTIONS[name]
     dtype = np.dtype(dtype_name)
-    flat = [_values(shape, dtype, operand) for shape in _SWEEP_SHAPES for operand in range(arity)]
-    return _all_at_once(function, arity, len(_SWEEP_SHAPES)), flat
+    flat = [
+        sweep_values(shape, dtype, operand) for shape in _SWEEP_SHAPES for operand in range(arity)
+    ]
+    return all_at_once(function, arity, len(_SWEEP_SHAPES)), flat
 
 
 def _sweep_cases() -> list[Any]:
     """The sweep's functions on the real and integer dtypes where JAX traces them at these
     shapes (jnp.dot of two (2, 3) arrays does not); complex numbers are refused as a
     whole (test_programs_that_need_xlas_runtime_are_refused)."""
-    from test_jnp_sweep import FUNCTIONS
-
     cases = []
-    for name in FUNCTIONS:
+    for name in SWEEP_FUNCTIONS:
         for dtype_name in ("float32", "int32", "bool"):
             every, flat = _sweep_arguments(name, dtype_name)
             try:
@@ -488,8 +486,6 @@ def test_the_jnp_sweep_exports_as_jax_jit_computes_or_is_refused(
 ) -> None:
     """Every function of the jnp sweep that jax.jit runs on the dtype, at two shapes in one
     program: exported, and equal to jax.jit, or refused as needing XLA's runtime."""
-    from test_jnp_sweep import _compare
-
     every, flat = _sweep_arguments(name, dtype_name)
     want = [np.asarray(r) for r in jax.tree.leaves(jax.jit(every)(*flat))]
     program = cx.lower(every, flat)
@@ -504,4 +500,4 @@ def test_the_jnp_sweep_exports_as_jax_jit_computes_or_is_refused(
         copy[...] = array
         inputs.append(copy)
     for k, (got, expected) in enumerate(zip(_results(program, library, inputs), want, strict=True)):
-        _compare(got, expected, f"{name} on {dtype_name}, output {k}")
+        compare_with_jit(got, expected, f"{name} on {dtype_name}, output {k}")

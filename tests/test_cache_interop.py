@@ -4,7 +4,6 @@ other. (The store itself, which both reach, is tested in test_cache_store.py.)""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import stat
@@ -27,13 +26,10 @@ from support import (
     OPTION_BOOL,
     Api,
     ClientOption,
-    Error,
-    Input,
-    ProgramSpec,
-    RuntimeOptions,
     encode_entry,
     entry_path,
-    plugin_library,
+    load_from_c,
+    run_from_c,
     run_python,
     split_entry,
     table,
@@ -58,44 +54,14 @@ def mlp_program(rows: int = 4) -> cx.Program:
     return cx.lower(mlp, [jax.ShapeDtypeStruct((rows, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
 
 
-def open_native_runtime(api: Api, *options: ClientOption) -> None:
-    """Opens the runtime as a C program does (in a process without Python's runtime),
-    naming `options`; cyxla's defaults for the platform give the others."""
-    given = RuntimeOptions(
-        ctypes.sizeof(RuntimeOptions),
-        plugin_library().encode(),
-        (ClientOption * len(options))(*options),
-        len(options),
-    )
-    error = Error()
-    assert api.open_runtime(ctypes.byref(given), ctypes.byref(error)) == OK, error.message
-
-
 def load_and_run(api: Api, path: Path, arrays: list[np.ndarray]) -> list[np.ndarray]:
     """cyxla_load_program, then one run through get_spec and execute; the outputs."""
-    handle, error = ctypes.c_uint64(0), Error()
-    status = api.load_program(str(path).encode(), ctypes.byref(handle), ctypes.byref(error))
+    status, handle, error = load_from_c(path, api)
     assert status == OK, error.message
-    spec = ProgramSpec()
-    spec.struct_size = ctypes.sizeof(ProgramSpec)
     try:
-        assert api.get_spec(handle, ctypes.byref(spec), ctypes.byref(error)) == OK, error.message
-        outputs = [
-            np.empty(spec.output_bytes[j], np.uint8).view(np.float32)
-            for j in range(spec.num_outputs)
-        ]
-        given = (Input * len(arrays))(
-            *(Input(a.ctypes.data, spec.input_types[i], a.nbytes) for i, a in enumerate(arrays))
-        )
-        pointers = (ctypes.c_void_p * len(outputs))(*(o.ctypes.data for o in outputs))
-        status = api.execute(
-            ctypes.byref(spec), given, len(arrays), pointers, len(outputs), ctypes.byref(error)
-        )
-        assert status == OK, error.message
-        return outputs
+        return run_from_c(handle, arrays, api)
     finally:
-        api.release_spec(ctypes.byref(spec))
-        api.release_program(handle.value)
+        api.release_program(handle)
 
 
 #: A fresh process that never compiles in Python: it opens the runtime through libcyxla's
@@ -105,14 +71,17 @@ import ctypes, json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 import cyxla as cx
-from support import Api, ClientOption
-from test_cache_interop import inputs, load_and_run, open_native_runtime
+import numpy as np
+from support import Api, ClientOption, load_from_c, open_runtime_from_c, run_from_c
 library = ctypes.CDLL(cx.get_library())
 library.cyxla_get_api.restype = ctypes.POINTER(Api)
 api = library.cyxla_get_api().contents
-open_native_runtime(api, *(ClientOption(n, t, None, i, 0.0) for n, t, i in {options!r}))
-path = Path({path!r})
-(out,) = load_and_run(api, path, inputs())
+open_runtime_from_c(api, *(ClientOption(n, t, None, i, 0.0) for n, t, i in {options!r}))
+x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)  # inputs()
+w = np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)
+status, handle, error = load_from_c(Path({path!r}), api)
+assert status == 0, error.message
+(out,) = run_from_c(handle, [x, w], api)
 print(json.dumps({{"out": out.tolist()}}))
 """
 
