@@ -267,6 +267,22 @@ def scale_add(target: str) -> Callable[[jax.Array], jax.Array]:
     return fn
 
 
+# ------------------------------------------------------------------ a small MLP
+
+
+def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
+    return jnp.tanh(x @ w) + 1.0
+
+
+def mlp_program(rows: int = 4) -> cx.Program:
+    return cx.lower(mlp, [shaped(rows, 8), shaped(8, 8)])
+
+
+def mlp_inputs(rows: int = 4) -> list[np.ndarray]:
+    x = np.linspace(-1, 1, rows * 8, dtype=np.float32).reshape(rows, 8)
+    return [x, np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)]
+
+
 # ------------------------------------------------------------------ x64
 
 

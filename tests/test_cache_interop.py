@@ -29,6 +29,9 @@ from support import (
     encode_entry,
     entry_path,
     load_from_c,
+    mlp,
+    mlp_inputs,
+    mlp_program,
     run_from_c,
     run_python,
     split_entry,
@@ -38,20 +41,6 @@ from support import (
 # ------------------------------------------------------------------ helpers
 
 TESTS = Path(__file__).parent
-
-
-def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
-    return jnp.tanh(x @ w) + 1.0
-
-
-def inputs(rows: int = 4) -> list[np.ndarray]:
-    x = np.linspace(-1, 1, rows * 8, dtype=np.float32).reshape(rows, 8)
-    return [x, np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)]
-
-
-def mlp_program(rows: int = 4) -> cx.Program:
-    f32 = jnp.float32
-    return cx.lower(mlp, [jax.ShapeDtypeStruct((rows, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
 
 
 def load_and_run(api: Api, path: Path, arrays: list[np.ndarray]) -> list[np.ndarray]:
@@ -71,17 +60,14 @@ import ctypes, json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 import cyxla as cx
-import numpy as np
-from support import Api, ClientOption, load_from_c, open_runtime_from_c, run_from_c
+from support import Api, ClientOption, load_from_c, mlp_inputs, open_runtime_from_c, run_from_c
 library = ctypes.CDLL(cx.get_library())
 library.cyxla_get_api.restype = ctypes.POINTER(Api)
 api = library.cyxla_get_api().contents
 open_runtime_from_c(api, *(ClientOption(n, t, None, i, 0.0) for n, t, i in {options!r}))
-x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)  # inputs()
-w = np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)
 status, handle, error = load_from_c(Path({path!r}), api)
 assert status == 0, error.message
-(out,) = run_from_c(handle, [x, w], api)
+(out,) = run_from_c(handle, mlp_inputs(), api)
 print(json.dumps({{"out": out.tolist()}}))
 """
 
@@ -99,7 +85,7 @@ def native_child(path: Path, cache: Path, *options: ClientOption) -> dict[str, A
 
 
 def expected() -> np.ndarray:
-    return np.asarray(jax.jit(mlp)(*inputs()))
+    return np.asarray(jax.jit(mlp)(*mlp_inputs()))
 
 
 def entry_file(cache: Path, key: str) -> Path:
@@ -110,7 +96,7 @@ def loaded_entry(cache: Path, path: Path, arrays: list[np.ndarray] | None = None
     """Loads the program file at `path` with the native loader in this process and runs it
     on `arrays` (the MLP's inputs by default); the entry that the load stored."""
     before = cache_files(cache)
-    load_and_run(table(), path, arrays or inputs())
+    load_and_run(table(), path, arrays or mlp_inputs())
     (entry,) = cache_files(cache) - before
     return entry
 
@@ -130,7 +116,7 @@ def program() -> cx.Program:
 def native_load(path: Path) -> None:
     """Loads the program file with the native loader in this process (on Python's
     runtime) and checks its outputs against jax.jit."""
-    (out,) = load_and_run(table(), path, inputs())
+    (out,) = load_and_run(table(), path, mlp_inputs())
     np.testing.assert_allclose(out.reshape(4, 8), expected(), rtol=1e-6)
 
 

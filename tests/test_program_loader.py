@@ -36,19 +36,12 @@ from support import (
     ProgramSpec,
     RuntimeOptions,
     load_from_c,
+    mlp,
+    mlp_program,
     run_from_c,
     scale_add,
     table,
 )
-
-
-def mlp(x: jax.Array, w: jax.Array) -> jax.Array:
-    return jnp.tanh(x @ w) + 1.0
-
-
-def mlp_program() -> cx.Program:
-    f32 = jnp.float32
-    return cx.lower(mlp, [jax.ShapeDtypeStruct((4, 8), f32), jax.ShapeDtypeStruct((8, 8), f32)])
 
 
 @pytest.fixture(scope="module")

@@ -115,15 +115,7 @@ def test_a_cache_off_probes_and_scans_every_time(tmp_path: Path) -> None:
 # ------------------------------------------------------ the verdict store, in this process
 
 
-@pytest.fixture
-def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty cache directory of this test's own."""
-    directory = tmp_path / "cache"
-    monkeypatch.setenv(cx.CACHE_ENVIRONMENT_VARIABLE, str(directory))
-    return directory
-
-
-def test_a_damaged_or_foreign_probe_verdict_is_a_miss(empty_cache: Path) -> None:
+def test_a_damaged_or_foreign_probe_verdict_is_a_miss(cache: Path) -> None:
     document = {"plugin": {"path": "/x/plugin.so"}, "targets": [["t", "jaxlib", [0, 4]]]}
     probes.store_verdict(document, {"t": "rejected: why"})
     assert probes.load(document) == {"t": "rejected: why"}
@@ -137,10 +129,10 @@ def test_a_damaged_or_foreign_probe_verdict_is_a_miss(empty_cache: Path) -> None
     assert probes.load(document) is None
 
 
-def test_a_truncated_probe_verdict_is_a_miss_and_is_replaced(empty_cache: Path) -> None:
+def test_a_truncated_probe_verdict_is_a_miss_and_is_replaced(cache: Path) -> None:
     document = {"plugin": {"path": "/x/plugin.so"}, "targets": [["t", "jaxlib", [0, 4]]]}
     probes.store_verdict(document, {"t": "rejected: why"})
-    (entry,) = empty_cache.glob("probes/*.entry")
+    (entry,) = cache.glob("probes/*.entry")
     entry.write_bytes(entry.read_bytes()[:-3])  # the store refuses it (EntryError)
     assert probes.load(document) is None
     probes.store_verdict(document, {"t": "rejected: again"})  # the probe's next verdict
@@ -161,7 +153,7 @@ def test_a_plugin_library_that_is_gone_has_no_verdict_key(tmp_path: Path) -> Non
 
 
 def test_a_verdict_that_cannot_be_written_is_dropped(
-    empty_cache: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def refuse(*args: Any) -> None:
         raise OSError("read-only file system")
@@ -174,7 +166,7 @@ def test_a_verdict_that_cannot_be_written_is_dropped(
 # ---------------------------------------------------------- the scan store, in this process
 
 
-def test_a_damaged_or_malformed_scan_is_a_miss_and_is_replaced(empty_cache: Path) -> None:
+def test_a_damaged_or_malformed_scan_is_a_miss_and_is_replaced(cache: Path) -> None:
     document = scans.source("cyxla.plugins")
     found = [("cpu", "some_plugin:register")]
     scans.store_points(document, found)
@@ -183,7 +175,7 @@ def test_a_damaged_or_malformed_scan_is_a_miss_and_is_replaced(empty_cache: Path
     for payload in (b"not json", b'{"cpu": 1}', b'[["cpu"]]', b'[["cpu", 1]]', b"[1]"):
         store.write("scans", key, {"name": "plugin scan"}, payload)
         assert scans.load(document) is None, payload
-    (entry,) = empty_cache.glob("scans/*.entry")
+    (entry,) = cache.glob("scans/*.entry")
     entry.write_bytes(entry.read_bytes()[:-3])  # the store refuses it (EntryError)
     assert scans.load(document) is None
     scans.store_points(document, found)  # what the next scan finds replaces it
@@ -191,7 +183,7 @@ def test_a_damaged_or_malformed_scan_is_a_miss_and_is_replaced(empty_cache: Path
 
 
 def test_a_scan_that_cannot_be_written_is_dropped(
-    empty_cache: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def refuse(*args: Any) -> None:
         raise OSError("read-only file system")
