@@ -28,6 +28,7 @@ from support import (
     ClientOption,
     encode_entry,
     entry_path,
+    last_json,
     load_from_c,
     mlp,
     mlp_inputs,
@@ -80,8 +81,7 @@ def native_child(path: Path, cache: Path, *options: ClientOption) -> dict[str, A
         _NATIVE_CHILD.format(tests=str(TESTS), path=str(path), options=named),
         env={"CYXLA_CACHE_DIR": str(cache)},
     )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return last_json(result)
 
 
 def expected() -> np.ndarray:

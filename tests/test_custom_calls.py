@@ -8,7 +8,6 @@ same handler through JAX's own registration."""
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import re
 import shutil
@@ -41,6 +40,7 @@ from support import (
     Input,
     ProgramSpec,
     compile_cxx,
+    last_json,
     run_python,
     scale_add,
     table,
@@ -313,8 +313,7 @@ def _scenario(code: str, handler_library: Path, env: dict[str, str] | None = Non
             return cx.compile_program(program)[0].run([x])[0].tolist()
     """
     result = run_python(textwrap.dedent(prelude) + textwrap.dedent(code), env)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return last_json(result)
 
 
 EXPECTED = (np.arange(6, dtype=np.float32).reshape(2, 3) * FACTOR + 1).tolist()

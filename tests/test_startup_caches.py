@@ -5,7 +5,6 @@ any of them changes; either way the process runs the same programs as before."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from cyxla._cache import store
 from cyxla._ffi import probes
 from cyxla._run import plugin_scans as scans
 
-from support import run_python
+from support import last_json, run_python
 
 #: Counts the probe compiles and entry-point scans of one process, changes what the
 #: test says, then loads the plugin and runs a program that calls jaxlib's LAPACK
@@ -62,8 +61,7 @@ def _child(cache: Path, change: str = "", **env: str) -> dict[str, Any]:
         _CHILD.replace("CHANGE", textwrap.dedent(change)),
         env={"CYXLA_CACHE_DIR": str(cache), **env},
     )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.splitlines()[-1])
+    return last_json(result)
 
 
 def test_the_second_process_reads_the_probe_verdict_and_the_scan(tmp_path: Path) -> None:
