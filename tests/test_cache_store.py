@@ -668,7 +668,7 @@ def test_pipe_entry_does_not_block_load_lowered(cache: Path) -> None:
         assert _within_deadline(lambda: cx.load_lowered("pipe"), pipe) is None
 
 
-def test_pipe_entry_does_not_block_cache_info(
+def test_pipe_entry_does_not_block_cache_info_and_is_cleared(
     cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cx.store_lowered("listed", tanh_program())
@@ -678,11 +678,6 @@ def test_pipe_entry_does_not_block_cache_info(
     shown = capsys.readouterr().out
     assert "2 files" in shown and "scaled" in shown
     assert store.peek(pipe) is None
-
-
-def test_pipe_entry_is_cleared(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cx.store_lowered("listed", tanh_program())
-    os.mkfifo(cache / "programs" / "pipe.entry", 0o600)
     assert cli(["cache", "clear"]) == 0
     assert "removed 2 files" in capsys.readouterr().out
     assert list((cache / "programs").iterdir()) == []
