@@ -10,6 +10,7 @@
 #include "cache/settings.hpp"
 #include "cache/store.hpp"
 #include "common/sha256.hpp"
+#include "compiled/runner_verdict.hpp"
 #include "pjrt/ffi.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/hlo_signature.hpp"
@@ -140,6 +141,18 @@ std::shared_ptr<Executable> checked(const Runtime& runtime, pjrt::LoadedExecutab
   return executable;
 }
 
+/// Which runner an executable of `runtime` would take, and its compiled form, read from
+/// `serialized`: the plugin's serialized form of it as it came from the compiler (one the
+/// plugin deserialized may serialize without its objects). Read only on the CPU.
+compiled::Judged judged(const Runtime& runtime, std::string_view serialized) {
+  if (runtime.platform() != "cpu") {
+    return {{compiled::Runner::Pjrt, "it runs on the " + runtime.platform() +
+                                         " platform; cyxla runs the CPU plugin's kernels only"},
+            nullptr};
+  }
+  return compiled::judge(serialized);
+}
+
 /// `signature` as its entry records it: [[element type, [dims]], ...] and [[output,
 /// parameter], ...], or null.
 json::Value record(const std::optional<HloSignature>& signature) {
@@ -228,17 +241,20 @@ std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& pr
                                " parameters, its entry records " +
                                std::to_string(signature->parameters.size()));
     }
-    return checked(runtime, std::move(loaded), signature, program, origin);
+    auto executable = checked(runtime, std::move(loaded), signature, program, origin);
+    executable->set_judged(judged(runtime, entry->payload));
+    return executable;
   } catch (const std::exception& e) {  // whatever went wrong, compiling is the way out
     compiled.cache_error = "the plugin could not use " + entry->path.string() + ": " + e.what();
     return nullptr;
   }
 }
 
-/// Why `executable`, whose plugin reported `signature`, could not be stored under `key`,
-/// or "" once it is.
+/// Why `executable`, whose plugin reported `signature` and serialized it as `serialized`,
+/// could not be stored under `key`, or "" once it is.
 std::string store(const ProgramFile& program, const ExecutableKey& key,
-                  const Executable& executable, const std::optional<HloSignature>& signature,
+                  const Executable& executable, std::string_view serialized,
+                  const std::optional<HloSignature>& signature,
                   cache::Warnings* warnings) noexcept {
   try {
     json::Object header{
@@ -248,7 +264,7 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
         {"signature", record(signature)},
         {"fingerprint", hex(executable.fingerprint())},
     };
-    cache::write(kKind, key.key, std::move(header), executable.serialize(), warnings);
+    cache::write(kKind, key.key, std::move(header), serialized, warnings);
     return "";
   } catch (const std::exception& e) {  // the program runs anyway; the next load compiles
     return std::string("could not store the executable: ") + e.what();
@@ -288,9 +304,29 @@ Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
   compiled.compile_seconds = seconds_since(compile_start);
   const std::optional<HloSignature> signature = signature_of(runtime.plugin(), loaded.get());
   compiled.executable = checked(runtime, std::move(loaded), signature, program, origin);
-  if (key) {
+  // Serialized once, for the verdict and the store: the compiler's own form, objects and all.
+  std::string serialized;
+  std::string serialize_error;
+  if (key || runtime.platform() == "cpu") {
+    try {
+      serialized = compiled.executable->serialize();
+    } catch (const std::exception& e) {
+      serialize_error = e.what();
+    }
+  }
+  compiled.executable->set_judged(
+      serialize_error.empty()
+          ? judged(runtime, serialized)
+          : compiled::Judged{{compiled::Runner::Pjrt,
+                              "the plugin could not serialize it: " + serialize_error},
+                             nullptr});
+  if (key && !serialize_error.empty()) {
+    compiled.cache_error += (compiled.cache_error.empty() ? "" : "; ") +
+                            ("could not store the executable: " + serialize_error);
+  } else if (key) {
     // A bad entry is replaced by the fresh one; both problems are reported.
-    const std::string failure = store(program, *key, *compiled.executable, signature, warnings);
+    const std::string failure =
+        store(program, *key, *compiled.executable, serialized, signature, warnings);
     if (!failure.empty()) {
       compiled.cache_error += (compiled.cache_error.empty() ? "" : "; ") + failure;
     }

@@ -20,6 +20,7 @@
 #include "pjrt/plugin.hpp"
 #include "program/program_file.hpp"
 #include "python/batch_buffers.hpp"
+#include "python/bind_compiled.hpp"
 #include "python/cache.hpp"
 #include "python/host_buffers.hpp"
 #include "python/host_callback.hpp"
@@ -380,6 +381,7 @@ NB_MODULE(_core, m) {
       "holds them.");
   // The disk cache's store, for cyxla/_cache/store.py.
   python::bind_cache(m);
+  python::bind_compiled(m);
 
   nb::class_<Runtime>(m, "Runtime", "A client of one plugin, bound to its first device.")
       .def_static(
