@@ -51,13 +51,13 @@ CASES: dict[str, tuple[Callable[..., Any], list[Any]]] = {
 #: name -> (runner it would take, words its reason holds).
 VERDICTS = {
     "sin3": ("kernels", "its objects need only sinf"),
-    "mlp64": ("kernels", "4 kernels"),
-    "ew1m": ("kernels", "1 kernel"),
+    "mlp64": ("kernels", "(4 kernels), and its objects need no outside symbol"),
+    "ew1m": ("kernels", "(1 kernel)"),
     "matmul100": ("pjrt", "'ynn-fusion' thunk"),
     "tanh_sum": ("pjrt", "'ynn-fusion' thunk"),
     "cholesky": ("pjrt", "'custom-call' thunk"),
     "sort": ("pjrt", "'sort' thunk"),
-    "fori": ("kernels", "only kernels and copies"),
+    "fori": ("kernels", "holds only what cyxla runs (1 kernel, 2 copies)"),
 }
 
 

@@ -25,7 +25,15 @@ def _files(target: str) -> list[Path]:
 
 
 def test_every_target_has_seeds() -> None:
-    for target in ("program_file", "cache_entry", "json", "hlo_signature"):
+    targets = (
+        "program_file",
+        "cache_entry",
+        "json",
+        "hlo_signature",
+        "compiled_form",
+        "elf_object",
+    )
+    for target in targets:
         assert any(p.name.startswith("seed-") for p in _files(target)), target
 
 
@@ -85,3 +93,35 @@ def test_cache_entries(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     except store.EntryError:
         return
     assert entry is not None and entry.header["key"] == "fuzz"
+
+
+@pytest.mark.parametrize("path", _files("compiled_form"), ids=lambda p: p.name)
+def test_compiled_forms(path: Path) -> None:
+    data = path.read_bytes()
+    runner, reason = _core.runner_verdict(data)
+    try:
+        summary = _core.compiled_summary(data)
+    except PjrtError as error:
+        # A refusal keeps PJRT, with the reader's message.
+        assert runner == "pjrt" and reason.endswith(str(error))
+        return
+    assert runner in ("kernels", "pjrt") and reason
+    # What the readers accept holds its objects, each an ELF object the ELF reader reads.
+    details = _core._compiled_details(data)
+    assert summary["objects"] == len(details["objects"])
+    for obj in details["objects"]:
+        assert _core._elf_object(obj["contents"])["size"] <= len(obj["contents"])
+
+
+@pytest.mark.parametrize("path", _files("elf_object"), ids=lambda p: p.name)
+def test_elf_objects(path: Path) -> None:
+    data = path.read_bytes()
+    try:
+        elf = _core._elf_object(data)
+    except PjrtError as error:
+        assert str(error).startswith("the ELF object is not one cyxla reads: ")
+        return
+    sections, symbols = elf["sections"], elf["symbols"]
+    for target, entries in elf["relocations"]:
+        assert 0 < target < len(sections)
+        assert all(symbol < len(symbols) for _, _, symbol, _ in entries)

@@ -113,13 +113,15 @@ RunnerVerdict runner_verdict(const CompiledForm& form) {
     }
   }
   std::string missing;
-  size_t kernels = 0, copies = 0;
+  size_t kernels = 0, copies = 0, loops = 0, choices = 0;
   for_each_thunk(e.thunks, [&](const Thunk& thunk) {
     if (const auto* kernel = std::get_if<KernelThunk>(&thunk.body)) {
       ++kernels;
       if (missing.empty() && !defined.contains(kernel->name)) missing = kernel->name;
     }
     copies += std::holds_alternative<CopyThunk>(thunk.body);
+    loops += std::holds_alternative<WhileThunk>(thunk.body);
+    choices += std::holds_alternative<ConditionalThunk>(thunk.body);
   });
   if (!missing.empty()) return pjrt("its kernel '" + missing + "' is defined by none of its objects");
   std::vector<std::string> needed;
@@ -145,9 +147,15 @@ RunnerVerdict runner_verdict(const CompiledForm& form) {
       }
     }
   }
-  std::string reason = "its thunk sequence holds only kernels and copies (" +
-                       std::to_string(kernels) + (kernels == 1 ? " kernel, " : " kernels, ") +
-                       std::to_string(copies) + (copies == 1 ? " copy)" : " copies)");
+  std::vector<std::string> counts;
+  const auto count = [&](size_t n, const char* one, const char* many) {
+    if (n != 0) counts.push_back(std::to_string(n) + " " + (n == 1 ? one : many));
+  };
+  count(kernels, "kernel", "kernels");
+  count(copies, "copy", "copies");
+  count(loops, "loop", "loops");
+  count(choices, "conditional", "conditionals");
+  std::string reason = "its thunk sequence holds only what cyxla runs (" + joined(counts) + ")";
   reason += needed.empty() ? ", and its objects need no outside symbol"
                            : ", and its objects need only " + joined(needed);
   return {Runner::Kernels, std::move(reason)};
