@@ -75,14 +75,14 @@ void check_slice(const BufferAssignment& buffers, const Slice& slice, const Thun
   const std::string where =
       "thunk '" + thunk.kind + "' (" + thunk.op_name + ")'s " + role;
   if (slice.allocation >= buffers.allocations.size()) {
-    throw Error(ErrorKind::Pjrt, "the serialized executable is inconsistent: " + where +
+    throw Error(ErrorKind::Pjrt, "CompilationResultProto is inconsistent: " + where +
                                      " names allocation " + std::to_string(slice.allocation) +
                                      " of " + std::to_string(buffers.allocations.size()));
   }
   const uint64_t size = buffers.allocations[slice.allocation].size;
   const auto end = checked_sum(slice.offset, slice.size);
   if (!end || *end > size) {
-    throw Error(ErrorKind::Pjrt, "the serialized executable is inconsistent: " + where + " (" +
+    throw Error(ErrorKind::Pjrt, "CompilationResultProto is inconsistent: " + where + " (" +
                                      std::to_string(slice.size) + " bytes at " +
                                      std::to_string(slice.offset) + ") runs past allocation " +
                                      std::to_string(slice.allocation) + "'s " +

@@ -14,9 +14,8 @@ WireReader::WireReader(std::string_view bytes, std::string_view message, size_t 
 }
 
 void WireReader::fail(size_t offset, const std::string& what) const {
-  throw Error(ErrorKind::Pjrt, "the serialized executable is malformed at byte " +
-                                   std::to_string(offset) + " (in " + std::string(message_) +
-                                   "): " + what);
+  throw Error(ErrorKind::Pjrt, std::string(message_) + " is malformed at byte " +
+                                   std::to_string(offset) + ": " + what);
 }
 
 uint64_t WireReader::varint(std::string_view& rest, size_t& offset) const {

@@ -29,7 +29,8 @@ struct WireField {
 };
 
 /// The fields of one message, in order. Errors are cyxla::Error (Pjrt) naming the
-/// message, the field and the byte offset where the bytes went wrong.
+/// message, the field and the byte offset where the bytes went wrong ("ThunkProto is
+/// malformed at byte 1234: field 1 needs 5 bytes, and 2 are left").
 class WireReader {
  public:
   /// A reader of `bytes`, a message named `message` (e.g. "ThunkProto") that starts at
@@ -52,7 +53,7 @@ class WireReader {
   /// Appends the varints of a repeated field, packed (one length-delimited field) or not.
   void append_varints(const WireField& field, std::vector<uint64_t>& out) const;
 
-  /// Throws a cyxla::Error saying that `message` is malformed at `offset`: `what`.
+  /// Throws a cyxla::Error saying that the message is malformed at `offset`: `what`.
   [[noreturn]] void fail(size_t offset, const std::string& what) const;
 
  private:
