@@ -254,6 +254,13 @@ def test_malformed_wire_bytes_are_refused_by_name(message: bytes, words: str) ->
     assert words in reason
 
 
+def test_fixed_fields_are_little_endian() -> None:
+    message = b"\x09" + bytes(range(1, 9)) + b"\x15\x01\x02\x03\x04"
+    assert _core._wire_fields(message) == [(1, 1, 0x0807060504030201), (2, 5, 0x04030201)]
+    with pytest.raises(PjrtError, match="field 1 needs 8 bytes, and 7 are left"):
+        _core._wire_fields(message[:8])
+
+
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field, encoded independently of the reader."""
     out, n = bytearray([number << 3 | 2]), len(payload)

@@ -2,6 +2,7 @@
 #include "compiled/protobuf_wire.hpp"
 
 #include "common/error.hpp"
+#include "common/little_endian.hpp"
 
 namespace cyxla::compiled {
 
@@ -56,13 +57,6 @@ bool WireReader::next(WireField& field) {
     offset_ += static_cast<size_t>(size);
     return bytes;
   };
-  const auto little_endian = [](std::string_view bytes) {
-    uint64_t value = 0;
-    for (size_t i = bytes.size(); i-- > 0;) {
-      value = (value << 8) | static_cast<unsigned char>(bytes[i]);
-    }
-    return value;
-  };
   switch (tag & 7) {
     case 0:
       field.wire = WireType::Varint;
@@ -70,7 +64,7 @@ bool WireReader::next(WireField& field) {
       break;
     case 1:
       field.wire = WireType::Fixed64;
-      field.value = little_endian(take(8));
+      field.value = read_little_endian<uint64_t>(take(8), 0);
       break;
     case 2: {
       field.wire = WireType::LengthDelimited;
@@ -81,7 +75,7 @@ bool WireReader::next(WireField& field) {
     }
     case 5:
       field.wire = WireType::Fixed32;
-      field.value = little_endian(take(4));
+      field.value = read_little_endian<uint32_t>(take(4), 0);
       break;
     case 3:
     case 4:
