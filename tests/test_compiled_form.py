@@ -342,6 +342,12 @@ def _first_rela(obj: bytearray) -> int:
             ),
             "needs the symbol 'sinx', which is not in libc, libm or the compiler runtime",
         ),
+        (
+            lambda o: o.__setitem__(
+                slice(o.find(b"\0sinf\0") + 1, o.find(b"\0sinf\0") + 5), b"\xffinf"
+            ),
+            "needs the symbol '\\xffinf'",  # bytes that are not UTF-8, written out
+        ),
     ],
 )
 def test_damaged_objects_keep_pjrt_and_say_why(

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/utf8.hpp"
 #include "compiled/host_symbols.hpp"
 
 namespace cyxla::compiled {
@@ -92,7 +93,10 @@ CompiledForm read_compiled_form(std::string_view serialized) {
   return form;
 }
 
-RunnerVerdict runner_verdict(const CompiledForm& form) {
+namespace {
+
+/// The verdict, its names (of thunks, kernels, symbols: bytes from outside) as they are.
+RunnerVerdict judged_as_read(const CompiledForm& form) {
   const CpuExecutable& e = form.executable;
   if (!host_is_x86_64_linux()) return pjrt("cyxla runs kernels on x86-64 Linux only");
   const std::string_view arch = std::string_view(e.target.triple).substr(
@@ -107,9 +111,13 @@ RunnerVerdict runner_verdict(const CompiledForm& form) {
   }
   // Every kernel is a global function of one of the objects.
   std::set<std::string, std::less<>> defined;
+  std::string twice;  // a global symbol that two objects define, which no linker takes
   for (const ElfObject& object : form.objects) {
     for (const ElfSymbol& symbol : object.symbols) {
-      if (symbol.defined() && symbol.binding != 0) defined.insert(symbol.name);
+      if (symbol.defined() && symbol.binding != 0 && !defined.insert(symbol.name).second &&
+          twice.empty()) {
+        twice = symbol.name;
+      }
     }
   }
   std::string missing;
@@ -124,6 +132,7 @@ RunnerVerdict runner_verdict(const CompiledForm& form) {
     choices += std::holds_alternative<ConditionalThunk>(thunk.body);
   });
   if (!missing.empty()) return pjrt("its kernel '" + missing + "' is defined by none of its objects");
+  if (!twice.empty()) return pjrt("its symbol '" + twice + "' is defined by two of its objects");
   std::vector<std::string> needed;
   for (size_t i = 0; i < form.objects.size(); ++i) {
     const ElfObject& object = form.objects[i];
@@ -155,10 +164,19 @@ RunnerVerdict runner_verdict(const CompiledForm& form) {
   count(copies, "copy", "copies");
   count(loops, "loop", "loops");
   count(choices, "conditional", "conditionals");
+  if (counts.empty()) counts.emplace_back("no thunk at all");
   std::string reason = "its thunk sequence holds only what cyxla runs (" + joined(counts) + ")";
   reason += needed.empty() ? ", and its objects need no outside symbol"
                            : ", and its objects need only " + joined(needed);
   return {Runner::Kernels, std::move(reason)};
+}
+
+}  // namespace
+
+RunnerVerdict runner_verdict(const CompiledForm& form) {
+  RunnerVerdict verdict = judged_as_read(form);
+  verdict.reason = with_bytes_escaped(verdict.reason);  // text for Python's str and C alike
+  return verdict;
 }
 
 Judged judge(std::string_view serialized) {
@@ -166,7 +184,8 @@ Judged judge(std::string_view serialized) {
     auto form = std::make_shared<const CompiledForm>(read_compiled_form(serialized));
     return {runner_verdict(*form), std::move(form)};
   } catch (const Error& error) {
-    return {pjrt(std::string("its serialized form could not be read: ") + error.what()), nullptr};
+    return {pjrt("its serialized form could not be read: " + with_bytes_escaped(error.what())),
+            nullptr};
   }
 }
 
@@ -175,15 +194,17 @@ RunnerVerdict runner_verdict(std::string_view serialized) { return judge(seriali
 CompiledSummary summarize(const CompiledForm& form) {
   const CpuExecutable& e = form.executable;
   CompiledSummary s;
-  s.triple = e.target.triple;
-  s.cpu = e.target.cpu;
+  s.triple = with_bytes_escaped(e.target.triple);
+  s.cpu = with_bytes_escaped(e.target.cpu);
   for_each_thunk(e.thunks, [&](const Thunk& thunk) {
-    ++s.thunk_kinds[kind_of(thunk)];
-    if (const auto* kernel = std::get_if<KernelThunk>(&thunk.body)) s.kernels.push_back(kernel->name);
+    ++s.thunk_kinds[with_bytes_escaped(kind_of(thunk))];
+    if (const auto* kernel = std::get_if<KernelThunk>(&thunk.body)) {
+      s.kernels.push_back(with_bytes_escaped(kernel->name));
+    }
   });
   std::set<std::string> undefined, types;
   for (const ElfObject& object : form.objects) {
-    undefined.insert(object.undefined.begin(), object.undefined.end());
+    for (const std::string& name : object.undefined) undefined.insert(with_bytes_escaped(name));
     for (const ElfRelocations& section : object.relocations) {
       for (const ElfRelocation& r : section.entries) types.insert(relocation_type_name(r.type));
     }

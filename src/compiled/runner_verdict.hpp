@@ -22,6 +22,7 @@ std::string_view runner_name(Runner runner) noexcept;
 struct RunnerVerdict {
   Runner runner = Runner::Pjrt;
   /// Why, in words: what qualifies it, or the first thing that stops the kernel runner.
+  /// UTF-8: bytes of the names it quotes that are not are written \xNN.
   std::string reason;
 };
 
@@ -31,7 +32,8 @@ struct CompiledForm {
   std::vector<ElfObject> objects;
 };
 
-/// A summary of what the executable holds, for people (`python -m cyxla info`).
+/// A summary of what the executable holds, for people (`python -m cyxla info`); its
+/// names are UTF-8, as RunnerVerdict::reason is.
 struct CompiledSummary {
   std::string triple, cpu;
   std::map<std::string, size_t> thunk_kinds;  // nested sequences included

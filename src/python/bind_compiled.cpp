@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/utf8.hpp"
 #include "compiled/protobuf_wire.hpp"
 #include "compiled/runner_verdict.hpp"
 #include "runtime/executable.hpp"
@@ -23,9 +24,15 @@ using namespace cyxla::compiled;
 
 std::string_view view_of(const nb::bytes& bytes) { return {bytes.c_str(), bytes.size()}; }
 
+/// A name read from the executable's bytes, as text (bytes that are not UTF-8 as \xNN).
+nb::str text(std::string_view name) {
+  const std::string escaped = with_bytes_escaped(name);
+  return nb::str(escaped.data(), escaped.size());
+}
+
 nb::list strings(const std::vector<std::string>& names) {
   nb::list out;
-  for (const std::string& name : names) out.append(nb::str(name.data(), name.size()));
+  for (const std::string& name : names) out.append(text(name));
   return out;
 }
 
@@ -41,11 +48,11 @@ nb::list thunks(const ThunkSequence& sequence) {
   nb::list out;
   for (const Thunk& t : sequence.thunks) {
     nb::dict d;
-    d["kind"] = t.kind;
-    d["op_name"] = t.op_name;
+    d["kind"] = text(t.kind);
+    d["op_name"] = text(t.op_name);
     d["body_field"] = t.body_field;
     if (const auto* k = std::get_if<KernelThunk>(&t.body)) {
-      d["name"] = k->name;
+      d["name"] = text(k->name);
       d["workgroups"] = nb::make_tuple(k->workgroups[0], k->workgroups[1], k->workgroups[2]);
       d["arguments"] = slices(k->arguments);
       d["results"] = slices(k->results);
@@ -75,11 +82,11 @@ nb::list thunks(const ThunkSequence& sequence) {
 nb::dict elf(const ElfObject& object) {
   nb::list sections, symbols, relocations;
   for (const ElfSection& s : object.sections) {
-    sections.append(nb::make_tuple(s.name, s.type, s.flags, s.offset, s.size, s.alignment,
+    sections.append(nb::make_tuple(text(s.name), s.type, s.flags, s.offset, s.size, s.alignment,
                                    s.link, s.info));
   }
   for (const ElfSymbol& s : object.symbols) {
-    symbols.append(nb::make_tuple(s.name, s.binding, s.type, s.section, s.value, s.size));
+    symbols.append(nb::make_tuple(text(s.name), s.binding, s.type, s.section, s.value, s.size));
   }
   for (const ElfRelocations& r : object.relocations) {
     nb::list entries;
@@ -99,7 +106,7 @@ nb::dict elf(const ElfObject& object) {
 
 nb::dict summary(const CompiledSummary& s) {
   nb::dict kinds;
-  for (const auto& [kind, count] : s.thunk_kinds) kinds[nb::str(kind.data(), kind.size())] = count;
+  for (const auto& [kind, count] : s.thunk_kinds) kinds[text(kind)] = count;
   nb::dict d;
   d["triple"] = s.triple;
   d["cpu"] = s.cpu;
@@ -175,13 +182,14 @@ void bind_compiled(nb::module_& m) {
     }
     for (size_t i = 0; i < form.objects.size(); ++i) {
       nb::dict d = elf(form.objects[i]);
-      d["name"] = e.objects[i].name;
+      d["name"] = text(e.objects[i].name);
       d["contents"] = nb::bytes(e.objects[i].contents.data(), e.objects[i].contents.size());
       objects.append(d);
     }
-    for (const CompiledSymbol& s : e.symbols) symbols.append(nb::make_tuple(s.kind, s.name));
+    for (const CompiledSymbol& s : e.symbols) symbols.append(nb::make_tuple(s.kind, text(s.name)));
     nb::dict d;
-    d["target"] = nb::make_tuple(e.target.triple, e.target.cpu, e.target.features);
+    d["target"] =
+        nb::make_tuple(text(e.target.triple), text(e.target.cpu), text(e.target.features));
     d["symbols"] = symbols;
     d["objects"] = objects;
     d["allocations"] = allocations;
