@@ -15,7 +15,7 @@ from cyxla import _core
 from cyxla._cache import store
 from cyxla._errors import PjrtError
 
-from support import encode_entry, entry_path
+from support import encode_entry, entry_path, hooks
 
 CORPUS = Path(__file__).parent / "fuzz"
 
@@ -49,7 +49,7 @@ def test_hlo_modules(path: Path) -> None:
     # The first byte picks the format, as in fuzz/hlo_signature.cpp.
     fmt = "hlo_with_config" if data[:1] and data[0] & 1 else "hlo"
     try:
-        signature = _core._hlo_signature(fmt, data[1:])
+        signature = hooks.hlo_signature(fmt, data[1:])
     except PjrtError as error:
         assert "is not a readable HLO module" in str(error)
         return
