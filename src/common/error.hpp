@@ -16,6 +16,7 @@ namespace cyxla {
 //   PluginLoad       the library is missing or not a PJRT plugin
 //   PluginVersion    the plugin speaks a PJRT API version cyxla cannot use
 //   Compile          the plugin refused to compile a program
+//   UnsupportedProgram  a program calls a custom call that no handler in this process runs
 //   Pjrt             any other error the plugin reported
 //   ProgramFile      a program file that is malformed, altered, truncated or too new
 #define CYXLA_ERROR_KINDS(X)                                              \
@@ -24,6 +25,7 @@ namespace cyxla {
   X(PluginLoad, "PluginLoadError", CYXLA_ERROR_PJRT)                       \
   X(PluginVersion, "PluginVersionError", CYXLA_ERROR_PJRT)                 \
   X(Compile, "CompileError", CYXLA_ERROR_PJRT)                             \
+  X(UnsupportedProgram, "UnsupportedProgramError", CYXLA_ERROR_INVALID_ARGUMENT) \
   X(Pjrt, "PjrtError", CYXLA_ERROR_PJRT)                                   \
   X(ProgramFile, "ProgramFileError", CYXLA_ERROR_PROGRAM_FILE)
 

@@ -170,7 +170,7 @@ void bind_runtime(nb::module_& m) {
         program.outputs = to_specs(outputs);
         program.custom_calls = std::move(custom_calls);
         program.donated_outputs = std::move(donated_outputs);
-        const loading::Origin origin{source, ErrorKind::InvalidArgument, false};
+        const loading::Origin origin{source, ErrorKind::InvalidArgument};
         loading::Compiled compiled;
         cache::Warnings warnings;
         try {
