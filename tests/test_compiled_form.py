@@ -26,7 +26,7 @@ from cyxla import _core
 from cyxla._bench.programs import PROGRAMS
 from cyxla._errors import PjrtError
 
-from support import spec
+from support import hooks, spec
 
 F32 = jnp.float32
 
@@ -86,7 +86,7 @@ def compiled(name: str) -> tuple[cx.Executable, bytes]:
 
 
 def details(name: str) -> dict[str, Any]:
-    return _core._compiled_details(compiled(name)[1])
+    return hooks.compiled_details(compiled(name)[1])
 
 
 # ------------------------------------------------------------------ oracles
@@ -169,7 +169,7 @@ def test_the_wire_reader_reads_what_protoc_reads(name: str) -> None:
     while messages and seen < 40:
         message = messages.pop()
         seen += 1
-        ours = _core._wire_fields(message)
+        ours = hooks.wire_fields(message)
         theirs = _decode_raw(message)
         assert [n for n, _, _ in ours] == [n for n, _ in theirs]
         for (number, wire, value), (_, kind) in zip(ours, theirs, strict=True):
@@ -213,7 +213,7 @@ def test_thunks_buffers_and_objects_agree_with_the_program(name: str) -> None:
 def test_runner_verdicts_on_real_programs(name: str) -> None:
     runner, words = VERDICTS[name]
     executable, serialized = compiled(name)
-    assert _core.runner_verdict(serialized)[0] == runner
+    assert hooks.runner_verdict(serialized)[0] == runner
     assert executable.runner.would_take == runner and words in executable.runner.reason
     assert executable.runner.name == "pjrt"
 
@@ -228,7 +228,7 @@ def test_a_cache_hit_reads_the_entry_the_compile_stored() -> None:
     assert first.runner == second.runner and second.runner.would_take == "kernels"
     summary = _core.compiled_summary_of(second._native)
     assert summary is not None and summary["undefined_symbols"] == ["sinf"]
-    assert _core.runner_verdict(second._native.serialize())[0] == "pjrt"
+    assert hooks.runner_verdict(second._native.serialize())[0] == "pjrt"
 
 
 # ------------------------------------------------------------------ malformed bytes
@@ -248,17 +248,17 @@ def test_a_cache_hit_reads_the_entry_the_compile_stored() -> None:
 )
 def test_malformed_wire_bytes_are_refused_by_name(message: bytes, words: str) -> None:
     with pytest.raises(PjrtError, match=re.escape(words)):
-        _core._wire_fields(message)
-    runner, reason = _core.runner_verdict(message)
+        hooks.wire_fields(message)
+    runner, reason = hooks.runner_verdict(message)
     assert runner == "pjrt" and reason.startswith("its serialized form could not be read")
     assert words in reason
 
 
 def test_fixed_fields_are_little_endian() -> None:
     message = b"\x09" + bytes(range(1, 9)) + b"\x15\x01\x02\x03\x04"
-    assert _core._wire_fields(message) == [(1, 1, 0x0807060504030201), (2, 5, 0x04030201)]
+    assert hooks.wire_fields(message) == [(1, 1, 0x0807060504030201), (2, 5, 0x04030201)]
     with pytest.raises(PjrtError, match="field 1 needs 8 bytes, and 7 are left"):
-        _core._wire_fields(message[:8])
+        hooks.wire_fields(message[:8])
 
 
 def _field(number: int, payload: bytes) -> bytes:
@@ -281,18 +281,18 @@ def _loops(count: int) -> bytes:
 
 def test_nesting_is_limited() -> None:
     # Read to the end: its loops' condition buffers name allocations it does not have.
-    runner, reason = _core.runner_verdict(_loops(15))
+    runner, reason = hooks.runner_verdict(_loops(15))
     assert runner == "pjrt" and "'s condition buffer names allocation 0 of 0" in reason
-    runner, reason = _core.runner_verdict(_loops(30))
+    runner, reason = hooks.runner_verdict(_loops(30))
     assert runner == "pjrt" and "messages nest deeper than 64 levels" in reason
 
 
 def _rebuilt(serialized: bytes, edit: Callable[[int, bytes], bytes]) -> bytes:
     """`serialized` with each field of its CompilationResultProto replaced by edit(number,
     payload) (length-delimited fields only)."""
-    ((_, _, executable), *rest) = _core._wire_fields(serialized)
+    ((_, _, executable), *rest) = hooks.wire_fields(serialized)
     fields = b""
-    for number, wire, value in _core._wire_fields(executable):
+    for number, wire, value in hooks.wire_fields(executable):
         assert wire == 2 or number == 5
         fields += _field(number, edit(number, value)) if wire == 2 else bytes([number << 3, value])
     return _field(1, fields) + b"".join(_field(n, v) for n, _, v in rest)
@@ -302,7 +302,7 @@ def _object_edit(change: Callable[[bytearray], None]) -> Callable[[int, bytes], 
     def edit(number: int, value: bytes) -> bytes:
         if number != 8:
             return value
-        ((_, _, contents), *others) = _core._wire_fields(value)
+        ((_, _, contents), *others) = hooks.wire_fields(value)
         obj = bytearray(contents)
         change(obj)
         return _field(1, bytes(obj)) + b"".join(_field(n, v) for n, _, v in others)
@@ -319,7 +319,7 @@ def _set(obj: bytearray, at: int, value: int, size: int) -> None:
 
 
 def _first_rela(obj: bytearray) -> int:
-    sections = _core._elf_object(bytes(obj))["sections"]
+    sections = hooks.elf_object(bytes(obj))["sections"]
     index = next(i for i, s in enumerate(sections) if s[1] == 4)
     return sections[index][3]
 
@@ -354,13 +354,13 @@ def test_damaged_objects_keep_pjrt_and_say_why(
     change: Callable[[bytearray], None], words: str
 ) -> None:
     damaged = _rebuilt(compiled("sin3")[1], _object_edit(change))
-    runner, reason = _core.runner_verdict(damaged)
+    runner, reason = hooks.runner_verdict(damaged)
     assert runner == "pjrt" and words in reason
 
 
 def test_an_unharmed_rebuild_still_takes_the_kernels() -> None:
     rebuilt = _rebuilt(compiled("sin3")[1], lambda number, value: value)
-    assert _core.runner_verdict(rebuilt)[0] == "kernels"
+    assert hooks.runner_verdict(rebuilt)[0] == "kernels"
 
 
 def test_another_architecture_is_refused_by_name() -> None:
@@ -369,10 +369,10 @@ def test_another_architecture_is_refused_by_name() -> None:
             return value
         return b"".join(
             _field(n, b"aarch64-unknown-linux-gnu" if n == 1 else v)
-            for n, _, v in _core._wire_fields(value)
+            for n, _, v in hooks.wire_fields(value)
         )
 
-    assert _core.runner_verdict(_rebuilt(compiled("sin3")[1], edit)) == (
+    assert hooks.runner_verdict(_rebuilt(compiled("sin3")[1], edit)) == (
         "pjrt",
         "it was compiled for aarch64",
     )
@@ -384,20 +384,20 @@ def test_a_slice_past_its_allocation_is_refused() -> None:
             return value
         # Every allocation shrinks to one byte: the kernel's 12-byte slices no longer fit.
         out = b""
-        for n, wire, v in _core._wire_fields(value):
+        for n, wire, v in hooks.wire_fields(value):
             if n == 3:
-                fields = [(m, w, x) for m, w, x in _core._wire_fields(v) if m != 2]
+                fields = [(m, w, x) for m, w, x in hooks.wire_fields(v) if m != 2]
                 v = b"".join(bytes([m << 3, x]) for m, w, x in fields if w == 0) + b"\x10\x01"
             out += _field(n, v) if wire == 2 else b""
         return out
 
-    runner, reason = _core.runner_verdict(_rebuilt(compiled("sin3")[1], edit))
+    runner, reason = hooks.runner_verdict(_rebuilt(compiled("sin3")[1], edit))
     assert runner == "pjrt" and "runs past allocation" in reason
 
 
 def test_the_summary_names_what_the_form_holds() -> None:
-    summary = _core.compiled_summary(compiled("tanh_sum")[1])
+    summary = hooks.compiled_summary(compiled("tanh_sum")[1])
     assert summary["thunk_kinds"] == {"kernel": 1, "ynn-fusion": 1}
     assert summary["objects"] == 1 and summary["triple"].startswith("x86_64")
     with pytest.raises(PjrtError, match="malformed at byte 0"):
-        _core.compiled_summary(b"\x0a\x05ab")
+        hooks.compiled_summary(b"\x0a\x05ab")

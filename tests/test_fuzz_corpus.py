@@ -15,7 +15,7 @@ from cyxla import _core
 from cyxla._cache import store
 from cyxla._errors import PjrtError
 
-from support import encode_entry, entry_path
+from support import encode_entry, entry_path, hooks
 
 CORPUS = Path(__file__).parent / "fuzz"
 
@@ -57,7 +57,7 @@ def test_hlo_modules(path: Path) -> None:
     # The first byte picks the format, as in fuzz/hlo_signature.cpp.
     fmt = "hlo_with_config" if data[:1] and data[0] & 1 else "hlo"
     try:
-        signature = _core._hlo_signature(fmt, data[1:])
+        signature = hooks.hlo_signature(fmt, data[1:])
     except PjrtError as error:
         assert "is not a readable HLO module" in str(error)
         return
@@ -98,26 +98,26 @@ def test_cache_entries(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize("path", _files("compiled_form"), ids=lambda p: p.name)
 def test_compiled_forms(path: Path) -> None:
     data = path.read_bytes()
-    runner, reason = _core.runner_verdict(data)
+    runner, reason = hooks.runner_verdict(data)
     try:
-        summary = _core.compiled_summary(data)
+        summary = hooks.compiled_summary(data)
     except PjrtError as error:
         # A refusal keeps PJRT, with the reader's message.
         assert runner == "pjrt" and reason.endswith(str(error))
         return
     assert runner in ("kernels", "pjrt") and reason
     # What the readers accept holds its objects, each an ELF object the ELF reader reads.
-    details = _core._compiled_details(data)
+    details = hooks.compiled_details(data)
     assert summary["objects"] == len(details["objects"])
     for obj in details["objects"]:
-        assert _core._elf_object(obj["contents"])["size"] <= len(obj["contents"])
+        assert hooks.elf_object(obj["contents"])["size"] <= len(obj["contents"])
 
 
 @pytest.mark.parametrize("path", _files("elf_object"), ids=lambda p: p.name)
 def test_elf_objects(path: Path) -> None:
     data = path.read_bytes()
     try:
-        elf = _core._elf_object(data)
+        elf = hooks.elf_object(data)
     except PjrtError as error:
         assert str(error).startswith("the ELF object is not one cyxla reads: ")
         return

@@ -56,28 +56,30 @@ void check_platform(const Runtime& runtime, const ProgramFile& program, const Or
                   runtime.plugin().path() + "; export it for '" + platform + "'");
 }
 
-/// Every custom-call target of `program` has a handler in the plugin, or is XLA's own.
+/// Every custom-call target of `program` is XLA's own or has a handler in the plugin: the
+/// one answer for every door (a program file's claims were held against its program by
+/// the reader). A program that calls back into Python has its handler only in the Python
+/// process that lowered it.
 void check_custom_calls(const Runtime& runtime, const ProgramFile& program, const Origin& origin) {
   for (const std::string& target : program.custom_calls) {
-    if (target == pjrt::kPythonCallbackTarget) {
-      throw Error(ErrorKind::InvalidArgument,
-                  origin.source + " calls back into Python (the custom-call target '" + target +
-                      "'): its callbacks are functions of the Python process that lowered "
-                      "it, and no other process has them; lower the function without its "
-                      "callbacks (for Equinox's checks, set EQX_ON_ERROR=nan before tracing)");
-    }
     if (std::ranges::find(pjrt::kXlaBuiltinTargets, target) != pjrt::kXlaBuiltinTargets.end()) {
       continue;
     }
     if (pjrt::has_ffi_handler(runtime.plugin(), target)) continue;
+    if (target == pjrt::kPythonCallbackTarget) {
+      throw Error(ErrorKind::UnsupportedProgram,
+                  origin.source + " calls back into Python (the custom-call target '" + target +
+                      "'), which only the Python process that lowered it can run");
+    }
     const bool lapack = target.starts_with("lapack_");
-    throw Error(ErrorKind::InvalidArgument,
+    throw Error(ErrorKind::UnsupportedProgram,
                 origin.source + " calls the custom-call target '" + target +
                     "', which no handler in this process provides: register an XLA FFI "
-                    "handler for it with cyxla_register_ffi_handler before loading" +
-                    (lapack ? " (this is one of jaxlib's LAPACK targets, registered only in a "
-                              "Python process that imported cyxla; without Python, link a "
-                              "LAPACK handler of your own, or avoid the linear-algebra call)"
+                    "handler for it before loading (cyxla.register_ffi_target from Python, "
+                    "cyxla_register_ffi_handler from C)" +
+                    (lapack ? "; this is one of jaxlib's LAPACK targets, registered only in a "
+                              "Python process that imported cyxla: without Python, link a "
+                              "LAPACK handler of your own, or avoid the linear-algebra call"
                             : ""));
   }
 }
@@ -276,7 +278,7 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
 Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
                          const Origin& origin, cache::Warnings* warnings) {
   check_platform(runtime, program, origin);
-  if (origin.refuse_unregistered_targets) check_custom_calls(runtime, program, origin);
+  check_custom_calls(runtime, program, origin);
   Compiled compiled;
   const Clock::time_point start = Clock::now();
   std::optional<ExecutableKey> key;

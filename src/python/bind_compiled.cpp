@@ -1,5 +1,6 @@
-// The bindings of src/compiled/: what Python reads of a serialized executable.
-#include "python/bind_compiled.hpp"
+// The bindings of src/compiled/: what Python reads of a serialized executable (the
+// verdict and summary of an Executable; in a test build, the readers' whole output).
+#include "python/bindings.hpp"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -22,8 +23,6 @@ namespace {
 
 using namespace cyxla::compiled;
 
-std::string_view view_of(const nb::bytes& bytes) { return {bytes.c_str(), bytes.size()}; }
-
 /// A name read from the executable's bytes, as text (bytes that are not UTF-8 as \xNN).
 nb::str text(std::string_view name) {
   const std::string escaped = with_bytes_escaped(name);
@@ -35,6 +34,9 @@ nb::list strings(const std::vector<std::string>& names) {
   for (const std::string& name : names) out.append(text(name));
   return out;
 }
+
+#ifdef CYXLA_TESTING
+std::string_view view_of(const nb::bytes& bytes) { return {bytes.c_str(), bytes.size()}; }
 
 nb::tuple slice(const Slice& s) { return nb::make_tuple(s.allocation, s.offset, s.size); }
 
@@ -103,6 +105,7 @@ nb::dict elf(const ElfObject& object) {
   d["size"] = object.size;
   return d;
 }
+#endif
 
 nb::dict summary(const CompiledSummary& s) {
   nb::dict kinds;
@@ -124,20 +127,6 @@ nb::dict summary(const CompiledSummary& s) {
 
 void bind_compiled(nb::module_& m) {
   m.def(
-      "runner_verdict",
-      [](nb::bytes serialized) {
-        RunnerVerdict verdict;
-        {
-          nb::gil_scoped_release released;
-          verdict = runner_verdict(view_of(serialized));
-        }
-        return std::make_pair(std::string(runner_name(verdict.runner)), verdict.reason);
-      },
-      "serialized"_a,
-      "(runner, reason): which runner the plugin's serialized executable would take, "
-      "\"kernels\" or \"pjrt\", and why in words. Never raises for unreadable bytes: they "
-      "take \"pjrt\", with the reader's message.");
-  m.def(
       "runner_of",
       [](const Executable& executable) {
         const RunnerVerdict& verdict = executable.runner_verdict();
@@ -156,6 +145,24 @@ void bind_compiled(nb::module_& m) {
       "executable"_a,
       "compiled_summary of an Executable's compiled form as load_or_compile read it, or None "
       "when it was not read or could not be.");
+}
+
+#ifdef CYXLA_TESTING
+void bind_compiled_testing(nb::module_& m) {
+  m.def(
+      "runner_verdict",
+      [](nb::bytes serialized) {
+        RunnerVerdict verdict;
+        {
+          nb::gil_scoped_release released;
+          verdict = runner_verdict(view_of(serialized));
+        }
+        return std::make_pair(std::string(runner_name(verdict.runner)), verdict.reason);
+      },
+      "serialized"_a,
+      "(runner, reason): which runner the plugin's serialized executable would take, "
+      "\"kernels\" or \"pjrt\", and why in words. Never raises for unreadable bytes: they "
+      "take \"pjrt\", with the reader's message.");
   m.def(
       "compiled_summary",
       [](nb::bytes serialized) { return summary(summarize(read_compiled_form(view_of(serialized)))); },
@@ -163,8 +170,8 @@ void bind_compiled(nb::module_& m) {
       "What a serialized CPU executable holds: target, thunk kinds (with counts), kernels, "
       "the symbols its objects need, their relocation types, objects and allocations. "
       "Raises PjrtError when it cannot be read.");
-  // Test hooks: the readers' whole output, for the tests' independent oracles.
-  m.def("_compiled_details", [](nb::bytes serialized) {
+  // The readers' whole output, for the tests' independent oracles.
+  m.def("compiled_details", [](nb::bytes serialized) {
     const CompiledForm form = read_compiled_form(view_of(serialized));
     const CpuExecutable& e = form.executable;
     nb::list allocations, objects, symbols;
@@ -197,8 +204,8 @@ void bind_compiled(nb::module_& m) {
     d["hlo_module_size"] = e.hlo_module_size;
     return d;
   });
-  m.def("_elf_object", [](nb::bytes object) { return elf(read_elf_object(view_of(object))); });
-  m.def("_wire_fields", [](nb::bytes message) {
+  m.def("elf_object", [](nb::bytes object) { return elf(read_elf_object(view_of(object))); });
+  m.def("wire_fields", [](nb::bytes message) {
     WireReader reader(view_of(message), "the message");
     nb::list out;
     for (WireField f; reader.next(f);) {
@@ -210,5 +217,6 @@ void bind_compiled(nb::module_& m) {
     return out;
   });
 }
+#endif
 
 }  // namespace cyxla::python
