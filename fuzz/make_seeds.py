@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
 import sys
 import tempfile
@@ -97,9 +98,38 @@ def hlo_modules() -> None:
     write("hlo_signature", "with-config", b"\1" + b"\x0a" + bytes(length) + proto)
 
 
+def compiled_forms() -> None:
+    """The CPU plugin's serialized executables of four small programs, as the disk cache
+    stores them (compiled fresh: one loaded from the cache serializes without its
+    objects), and the ELF objects they carry."""
+    from cyxla import _core
+
+    f32 = jnp.float32
+    programs = {
+        "sin3": (lambda x: jnp.sin(x) * 2, [jax.ShapeDtypeStruct((3,), f32)]),
+        "mlp": (
+            lambda x, w: jnp.tanh(x @ w).sum(),
+            [jax.ShapeDtypeStruct((8, 16), f32), jax.ShapeDtypeStruct((16, 16), f32)],
+        ),
+        "sort": (jnp.sort, [jax.ShapeDtypeStruct((16,), f32)]),
+        "fori": (
+            lambda x: jax.lax.fori_loop(0, 10, lambda i, v: jnp.sin(v), x),
+            [jax.ShapeDtypeStruct((4,), f32)],
+        ),
+    }
+    os.environ[cx.CACHE_ENVIRONMENT_VARIABLE] = "0"
+    for name, (function, specs) in programs.items():
+        executable, _ = cx.compile_program(cx.lower(function, specs))
+        serialized = executable._native.serialize()
+        write("compiled_form", name, serialized)
+        for number, obj in enumerate(_core._compiled_details(serialized)["objects"]):
+            write("elf_object", f"{name}-{number}.o", obj["contents"])
+
+
 if __name__ == "__main__":
     program_files()
     cache_entries()
     json_texts()
     hlo_modules()
+    compiled_forms()
     sys.exit(0)

@@ -187,7 +187,6 @@ def control(scripted: tuple[_core.Plugin, ctypes.CDLL]) -> Iterator[ctypes.CDLL]
     yield lib
     lib.fake_fail(b"")
     lib.fake_error_text(b"")
-    lib.fake_get_code_fails(0)
     lib.fake_null_fingerprint(0)
     lib.fake_platform(b"fake")
     lib.fake_devices(1)

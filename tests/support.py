@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special
 import numpy as np
+import pytest
 
 import cyxla as cx
 from cyxla import _core
@@ -69,11 +70,32 @@ def cache_seams(
 ) -> Iterator[None]:
     """The store's test seams for a while: the user id it takes as its own, and a hook it
     calls at its stages ("checked" and "opened" in a read, "listed" in a clear)."""
-    _core._cache._set_test_seams(user, hook)
+    hooks.set_store_seams(user, hook)
     try:
         yield
     finally:
-        _core._cache._set_test_seams(None, None)
+        hooks.set_store_seams(None, None)
+
+
+# ------------------------------------------------------------------ the test build's hooks
+
+
+class _Hooks:
+    """cyxla._core._testing, the hooks of a test build (CMake's CYXLA_TESTING, which the
+    README's test command and CI's editable pairing set). A wheel for users has none: there
+    a test skips when it first reaches for one, saying why."""
+
+    def __getattr__(self, name: str) -> Any:
+        testing = getattr(_core, "_testing", None)
+        if testing is None:
+            pytest.skip(
+                "needs the test hooks of a build with -Ccmake.define.CYXLA_TESTING=ON "
+                "(this cyxla is a wheel's build, which has none)"
+            )
+        return getattr(testing, name)
+
+
+hooks = _Hooks()
 
 
 def read_entry(path: Path) -> tuple[dict[str, Any], bytes]:
@@ -178,6 +200,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 import cyxla as cx
 

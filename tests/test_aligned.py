@@ -14,7 +14,7 @@ import pytest
 import cyxla as cx
 from cyxla._run.aligned import empty_at
 
-from support import compile_fn, spec
+from support import compile_fn, hooks, spec
 
 
 @pytest.mark.parametrize("make", [cx.empty, cx.zeros], ids=["empty", "zeros"])
@@ -95,8 +95,8 @@ def test_the_plugin_writes_into_them_in_place() -> None:
     x[...] = np.arange(1 << 16)
     aligned = cx.empty(1 << 16, np.float32)
     off = empty_at(16, (1 << 16,), np.float32)
-    assert executable._native._writes_in_place([x], [aligned]) == [True]
-    assert executable._native._writes_in_place([x], [off]) == [False]
+    assert hooks.writes_in_place(executable._native, [x], [aligned]) == [True]
+    assert hooks.writes_in_place(executable._native, [x], [off]) == [False]
     want = np.asarray(jax.jit(lambda v: v * 2 + 1)(x))
     np.testing.assert_array_equal(aligned, want)
     np.testing.assert_array_equal(off, want)

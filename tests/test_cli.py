@@ -8,6 +8,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -141,3 +143,17 @@ def test_commands_that_need_no_jax_import_none(argv: list[str]) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_info_says_which_runner_a_program_file_takes(tmp_path: Path) -> None:
+    """`info PROGRAM_FILE` compiles the file and says which runner its calls take, which
+    they would take and why, and what the plugin compiled; a file it cannot load makes
+    the status 1, after the others."""
+    path = tmp_path / "sin3.cyxla"
+    cx.lower(lambda x: jnp.sin(x) * 2, [jax.ShapeDtypeStruct((3,), jnp.float32)]).save(path)
+    result = run_cyxla("info", str(path), str(tmp_path / "missing.cyxla"))
+    assert result.returncode == 1, result.stderr
+    program = result.stdout.split(f"program: {path}\n", 1)[1]
+    assert program.startswith("  runner: pjrt\n  would take: kernels (its thunk sequence")
+    assert "  kernels: broadcast_multiply_fusion\n  symbols needed: sinf\n" in program
+    assert f"program: {tmp_path / 'missing.cyxla'}\n  not loadable: " in program

@@ -22,7 +22,7 @@ from cyxla._lower import lowering as cx_lowering
 from cyxla._lower.lowering import IN_PLACE_MIN_BYTES
 from cyxla._run import plugins as _plugins
 
-from support import compile_fn, plugin_library, run_cyxla, run_steps, spec
+from support import compile_fn, hooks, plugin_library, run_cyxla, run_steps, spec
 
 
 def add(x: jax.Array, y: jax.Array) -> jax.Array:
@@ -131,16 +131,16 @@ def test_native_execute_refuses_inputs_it_would_have_to_convert(
         [x, [1.0, 1.0, 1.0]],  # no buffer
     ]
     for arguments in refused:
-        assert executable._native._execute_exact(arguments, [out]) is False
+        assert hooks.execute_exact(executable._native, arguments, [out]) is False
         assert np.all(out == -7.0)  # nothing ran
-    assert executable._native._execute_exact([x, y], [out]) is True
+    assert hooks.execute_exact(executable._native, [x, y], [out]) is True
     np.testing.assert_array_equal(out, x + y)
 
 
 def test_native_execute_checks_its_outputs(executable: cx.Executable) -> None:
     x, y = good_arguments()
     with pytest.raises(cx.InvalidArgumentError) as caught:
-        executable._native._execute_exact([x, y], [])
+        hooks.execute_exact(executable._native, [x, y], [])
     assert str(caught.value) == "the program has 1 outputs, given 0 arrays to write them to"
     for bad in (
         np.empty(5, np.float32),  # too small
@@ -149,12 +149,12 @@ def test_native_execute_checks_its_outputs(executable: cx.Executable) -> None:
         np.empty((3, 2), np.float32).T,  # not C-contiguous
     ):
         with pytest.raises(cx.InvalidArgumentError) as caught:
-            executable._native._execute_exact([x, y], [bad])
+            hooks.execute_exact(executable._native, [x, y], [bad])
         assert str(caught.value) == ("output 0 must be a writable C-contiguous array of f32[2,3]")
     read_only = np.empty((2, 3), np.float32)
     read_only.flags.writeable = False
     with pytest.raises(cx.InvalidArgumentError, match="writable"):
-        executable._native._execute_exact([x, y], [read_only])
+        hooks.execute_exact(executable._native, [x, y], [read_only])
 
 
 def test_run_converts_a_fortran_ordered_input_of_another_dtype() -> None:

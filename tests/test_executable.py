@@ -24,7 +24,7 @@ import cyxla as cx
 from cyxla import _benchmark, _core
 from cyxla._run.aligned import empty_at
 
-from support import F32, F64, compile_fn, runtime, set_outputs, spec
+from support import F32, F64, compile_fn, hooks, runtime, set_outputs, spec
 
 # ---------------------------------------------------------------- the core's executables
 
@@ -144,7 +144,7 @@ def test_execute_on_either_path(
     x = np.array([1.5, -2.0, 3.25], np.float32)
     y, z = np.zeros(3, np.float32), np.zeros(1, np.float64)
     to_host = control.fake_calls(b"PJRT_Buffer_ToHostBuffer")
-    assert executable._execute_exact([x], [y, z])
+    assert hooks.execute_exact(executable, [x], [y, z])
     np.testing.assert_array_equal(y, x)  # the program copies input 0
     assert z.tobytes() == x.tobytes()[:8]
     # Only a device that is not the host copies outputs through ToHostBuffer.
@@ -206,8 +206,8 @@ def test_the_exact_execute_is_internal_and_refuses_by_returning_false(
     native = sin_executable._native
     assert not hasattr(native, "execute")
     y = np.full(3, 7.0, np.float32)
-    assert native._execute_exact([[0.0, 1.0, 2.0]], [y]) is False
-    assert native._execute_exact([np.zeros(6, np.float32)[::2]], [y]) is False
+    assert hooks.execute_exact(native, [[0.0, 1.0, 2.0]], [y]) is False
+    assert hooks.execute_exact(native, [np.zeros(6, np.float32)[::2]], [y]) is False
     np.testing.assert_array_equal(y, 7.0)
     np.testing.assert_allclose(sin_executable.run([[0.0, 1.0, 2.0]])[0], np.sin([0, 1, 2]), 1e-6)
 

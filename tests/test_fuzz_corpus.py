@@ -15,7 +15,7 @@ from cyxla import _core
 from cyxla._cache import store
 from cyxla._errors import PjrtError
 
-from support import encode_entry, entry_path
+from support import encode_entry, entry_path, hooks
 
 CORPUS = Path(__file__).parent / "fuzz"
 
@@ -25,7 +25,15 @@ def _files(target: str) -> list[Path]:
 
 
 def test_every_target_has_seeds() -> None:
-    for target in ("program_file", "cache_entry", "json", "hlo_signature"):
+    targets = (
+        "program_file",
+        "cache_entry",
+        "json",
+        "hlo_signature",
+        "compiled_form",
+        "elf_object",
+    )
+    for target in targets:
         assert any(p.name.startswith("seed-") for p in _files(target)), target
 
 
@@ -49,7 +57,7 @@ def test_hlo_modules(path: Path) -> None:
     # The first byte picks the format, as in fuzz/hlo_signature.cpp.
     fmt = "hlo_with_config" if data[:1] and data[0] & 1 else "hlo"
     try:
-        signature = _core._hlo_signature(fmt, data[1:])
+        signature = hooks.hlo_signature(fmt, data[1:])
     except PjrtError as error:
         assert "is not a readable HLO module" in str(error)
         return
@@ -85,3 +93,35 @@ def test_cache_entries(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     except store.EntryError:
         return
     assert entry is not None and entry.header["key"] == "fuzz"
+
+
+@pytest.mark.parametrize("path", _files("compiled_form"), ids=lambda p: p.name)
+def test_compiled_forms(path: Path) -> None:
+    data = path.read_bytes()
+    runner, reason = hooks.runner_verdict(data)
+    try:
+        summary = hooks.compiled_summary(data)
+    except PjrtError as error:
+        # A refusal keeps PJRT, with the reader's message.
+        assert runner == "pjrt" and reason.endswith(str(error))
+        return
+    assert runner in ("kernels", "pjrt") and reason
+    # What the readers accept holds its objects, each an ELF object the ELF reader reads.
+    details = hooks.compiled_details(data)
+    assert summary["objects"] == len(details["objects"])
+    for obj in details["objects"]:
+        assert hooks.elf_object(obj["contents"])["size"] <= len(obj["contents"])
+
+
+@pytest.mark.parametrize("path", _files("elf_object"), ids=lambda p: p.name)
+def test_elf_objects(path: Path) -> None:
+    data = path.read_bytes()
+    try:
+        elf = hooks.elf_object(data)
+    except PjrtError as error:
+        assert str(error).startswith("the ELF object is not one cyxla reads: ")
+        return
+    sections, symbols = elf["sections"], elf["symbols"]
+    for target, entries in elf["relocations"]:
+        assert 0 < target < len(sections)
+        assert all(symbol < len(symbols) for _, _, symbol, _ in entries)

@@ -14,11 +14,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from cyxla import _core
 from cyxla._errors import PjrtError
 from cyxla._program.dtypes import element_type_of
 
-from support import x64_mode
+from support import hooks, x64_mode
 
 
 def _module(function: Any, *args: Any, donate: tuple[int, ...] = ()) -> bytes:
@@ -62,24 +61,24 @@ _ARGUMENTS = [
 def test_the_parameters_are_those_jax_jit_compiled() -> None:
     with x64_mode(True):
         module = _module(lambda *args: [a * 1 for a in args], *_ARGUMENTS)
-    parameters, aliases = _core._hlo_signature("hlo", module)
+    parameters, aliases = hooks.hlo_signature("hlo", module)
     assert parameters == [_record(a) for a in _ARGUMENTS]
     assert aliases == []
-    assert _core._hlo_signature("hlo_with_config", _with_config(module)) == (parameters, [])
+    assert hooks.hlo_signature("hlo_with_config", _with_config(module)) == (parameters, [])
 
 
 def test_donated_parameters_alias_their_outputs() -> None:
     x, y = np.ones((4,), np.float32), np.ones((2, 2), np.int32)
     module = _module(lambda x, y: (jnp.sum(y), y * 2, x + 1), x, y, donate=(0, 1))
-    parameters, aliases = _core._hlo_signature("hlo", module)
+    parameters, aliases = hooks.hlo_signature("hlo", module)
     assert parameters == [_record(x), _record(y)]
     assert sorted(aliases) == [(1, 1), (2, 0)]  # (output, parameter)
     single = _module(lambda x: x + 1, x, donate=(0,))
-    assert _core._hlo_signature("hlo", single)[1] == [(0, 0)]  # the one result, no tuple
+    assert hooks.hlo_signature("hlo", single)[1] == [(0, 0)]  # the one result, no tuple
 
 
 def test_another_format_is_not_read() -> None:
-    assert _core._hlo_signature("mlir", b"anything") is None
+    assert hooks.hlo_signature("mlir", b"anything") is None
 
 
 @pytest.mark.parametrize(
@@ -104,7 +103,7 @@ def test_another_format_is_not_read() -> None:
 def test_bytes_that_are_no_module_are_refused(data: bytes) -> None:
     for format in ("hlo", "hlo_with_config"):
         with pytest.raises(PjrtError, match="not a readable HLO module"):
-            _core._hlo_signature(format, data)
+            hooks.hlo_signature(format, data)
 
 
 def test_damaged_modules_are_read_or_refused_never_a_crash() -> None:
@@ -122,7 +121,7 @@ def test_damaged_modules_are_read_or_refused_never_a_crash() -> None:
     read = refused = 0
     for data in damaged:
         try:
-            _core._hlo_signature("hlo_with_config", data)
+            hooks.hlo_signature("hlo_with_config", data)
             read += 1
         except PjrtError:
             refused += 1

@@ -17,6 +17,8 @@ from cyxla import _benchmark
 from cyxla._lower import lowering as _lowering
 from cyxla._lower.lowering import IN_PLACE_MIN_BYTES
 
+from support import hooks
+
 LARGE = IN_PLACE_MIN_BYTES // 4  # f32 elements of the smallest output written in place
 
 
@@ -69,7 +71,7 @@ def test_results_are_written_in_place_and_match_jax() -> None:
     executable = compiled(two, LARGE)
     x = data(LARGE)
     outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
-    assert executable._native._writes_in_place([x], outputs) == [True, False, True]
+    assert hooks.writes_in_place(executable._native, [x], outputs) == [True, False, True]
     for got, want in zip(outputs, jax.jit(two)(x), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
@@ -78,10 +80,10 @@ def test_the_in_place_probe_takes_one_array_per_input_and_output() -> None:
     executable = compiled(two, LARGE)
     x = data(LARGE)
     outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
-    with pytest.raises(cyxla.InvalidArgumentError, match="_writes_in_place: one array per input"):
-        executable._native._writes_in_place([x, x], outputs)
-    with pytest.raises(cyxla.InvalidArgumentError, match="_writes_in_place: one array per output"):
-        executable._native._writes_in_place([x], outputs[:2])
+    with pytest.raises(cyxla.InvalidArgumentError, match="writes_in_place: one array per input"):
+        hooks.writes_in_place(executable._native, [x, x], outputs)
+    with pytest.raises(cyxla.InvalidArgumentError, match="writes_in_place: one array per output"):
+        hooks.writes_in_place(executable._native, [x], outputs[:2])
     assert not any(o.any() for o in outputs)  # nothing ran
 
 
@@ -89,7 +91,7 @@ def test_an_output_over_its_input_is_copied_not_corrupted() -> None:
     executable = compiled(flip2, LARGE)
     x = data(LARGE)
     want = np.asarray(jax.jit(flip2)(x))
-    assert executable._native._writes_in_place([x], [x]) == [False]
+    assert hooks.writes_in_place(executable._native, [x], [x]) == [False]
     np.testing.assert_array_equal(x, want)
 
 
@@ -99,7 +101,7 @@ def test_an_unaligned_output_is_copied() -> None:
     raw = np.empty(LARGE + 16, np.float32)
     offset = next(k for k in range(16) if (raw[k:].ctypes.data % cyxla.HOST_ALIGNMENT) != 0)
     y = raw[offset : offset + LARGE]
-    assert executable._native._writes_in_place([x], [y]) == [False]
+    assert hooks.writes_in_place(executable._native, [x], [y]) == [False]
     np.testing.assert_array_equal(y, jax.jit(flip2)(x))
 
 
@@ -146,5 +148,5 @@ def test_stored_and_cached_programs_keep_their_donated_outputs(
     for executable in (first, again):
         assert executable._native.donated_outputs == [0, 2]
         outputs = [cyxla.zeros(s.shape, s.dtype) for s in executable.outputs]
-        assert executable._native._writes_in_place([x], outputs) == [True, False, True]
+        assert hooks.writes_in_place(executable._native, [x], outputs) == [True, False, True]
         np.testing.assert_allclose(outputs[2], np.cos(x), rtol=1e-5, atol=1e-6)

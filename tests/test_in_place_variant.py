@@ -20,7 +20,7 @@ from cyxla import _core
 from cyxla._program import in_place_variant as _in_place_variant
 from cyxla._run.aligned import empty_at
 
-from support import F32, compile_fn, spec
+from support import F32, compile_fn, hooks, spec
 
 #: Calls in a row that copy the same inputs before run asks for the variant
 #: (CachedCall::kCopiesBeforeVariant).
@@ -69,7 +69,7 @@ def test_a_large_unaligned_input_is_read_in_place_once_a_loop_asks() -> None:
         aligned = cx.empty(x.shape, x.dtype)
         aligned[...] = x
         copied = [np.empty(o.shape, o.dtype) for o in executable.outputs]
-        assert executable._native._execute_exact([aligned, y], copied)
+        assert hooks.execute_exact(executable._native, [aligned, y], copied)
         for g, w in zip(got, copied, strict=True):
             np.testing.assert_array_equal(g, w)
         want = jax.jit(_affine)(x, y)
@@ -115,7 +115,7 @@ def test_a_program_with_no_donated_parameter_reads_in_place_too() -> None:
     x = _at(48, (_N,), np.float32, 1)
     aligned, want = cx.empty(_N, np.float32), np.empty((), np.float32)
     aligned[...] = x
-    assert executable._native._execute_exact([aligned], [want])
+    assert hooks.execute_exact(executable._native, [aligned], [want])
     np.testing.assert_array_equal(executable.run([x])[0], want)
     assert _reads(executable) == 1
     np.testing.assert_allclose(want, np.sum(x.astype(np.float64) ** 2), rtol=1e-5)

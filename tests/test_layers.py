@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cyxla",),  # the native API's declarations, which everything may use
     ("common",),  # errors, checked arithmetic, byte utilities (JSON, SHA-256, CRC-32, UTF-8)
+    ("compiled",),  # readers of a plugin's compiled form (protobuf, thunks, ELF), the verdict
     ("pjrt",),  # the PJRT binding
     ("runtime",),  # the core: client, executables, the hot path
     ("program",),  # the program file

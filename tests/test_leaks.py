@@ -24,6 +24,8 @@ import pytest
 
 import cyxla as cx
 
+from support import hooks
+
 CALLS = 20_000
 #: Growth allowed over CALLS executions: a leak of 13 bytes per call would exceed it.
 EXECUTE_BUDGET = 256 * 1024
@@ -115,11 +117,12 @@ def test_execute_does_not_leak(executable: cx.Executable, offset: int) -> None:
     y = aligned(rng.standard_normal(256).astype(np.float32), offset)
     outputs = [np.empty(256, np.float32), np.empty((), np.float32)]
     inputs = [x, y]
-    execute = executable._native._execute_exact
+    execute = hooks.execute_exact
+    native = executable._native
 
     def loop(count: int) -> None:
         for _ in range(count):
-            execute(inputs, outputs)
+            execute(native, inputs, outputs)
 
     loop(1000)  # warm up: first-use allocations of the plugin and the core
     grew = growth(lambda: loop(CALLS))
@@ -150,9 +153,9 @@ def test_refused_executions_do_not_leak(executable: cx.Executable) -> None:
 
     def loop(count: int) -> None:
         for _ in range(count):
-            assert not executable._native._execute_exact(bad, outputs)
+            assert not hooks.execute_exact(executable._native, bad, outputs)
             with contextlib.suppress(cx.InvalidArgumentError):
-                executable._native._execute_exact(good, bad_outputs)
+                hooks.execute_exact(executable._native, good, bad_outputs)
 
     loop(200)
     grew = growth(lambda: loop(5000))

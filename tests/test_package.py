@@ -44,3 +44,35 @@ def test_c_sources_build_against_the_headers_get_include_names(tmp_path: Path) -
         "int main(void) { return (int)sizeof(PJRT_Api) == 0; }\n"
     )
     compile_c(source, tmp_path / "both")
+
+
+#: What a test build adds (src/python/bind_testing.cpp and bind_compiled.cpp, the store's
+#: seams in src/cache/store.hpp).
+_TEST_HOOK_NAMES = (
+    b"set_store_seams",
+    b"execute_exact",
+    b"writes_in_place",
+    b"wire_fields",
+    b"7testing5seams",
+)
+
+
+def test_a_wheel_carries_no_test_hooks() -> None:
+    """The test hooks are built in only with CMake's CYXLA_TESTING: a wheel for users has
+    no `_core._testing`, and neither its module nor libcyxla holds their names (the
+    mangled name of the store's seams among them). CI's wheel pairing runs this."""
+    if hasattr(_core, "_testing"):
+        pytest.skip("a test build (CYXLA_TESTING=ON) carries the hooks by design")
+    for library in (Path(_core.__file__), Path(cx.get_library())):
+        data = library.read_bytes()
+        assert [name for name in _TEST_HOOK_NAMES if name in data] == [], library
+
+
+def test_a_test_build_names_its_hooks() -> None:
+    """The names the check above looks for are those a test build carries, so the check
+    would see them (the check's own oracle, run where the hooks are built in)."""
+    if not hasattr(_core, "_testing"):
+        pytest.skip("a wheel's build (CYXLA_TESTING=OFF) has no hooks to find")
+    module = Path(_core.__file__).read_bytes()
+    library = Path(cx.get_library()).read_bytes()
+    assert [name for name in _TEST_HOOK_NAMES if name not in module + library] == []

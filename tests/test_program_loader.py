@@ -168,14 +168,43 @@ def test_a_program_for_another_platform_is_refused(program: cx.Program, tmp_path
 def test_a_custom_call_nobody_registered_is_refused_naming_it(
     program: cx.Program, tmp_path: Path
 ) -> None:
-    path = tmp_path / "custom.cyxla"
-    path.write_bytes(
-        _with_metadata("cyxla_version", "custom_call my_solver\ncyxla_version")(program)
-    )
+    """One verdict and one text from both doors: the core answers the custom-call
+    question for Python's compile_program and the C loader alike."""
+    f32 = jax.ShapeDtypeStruct((3,), jnp.float32)
+    solver = cx.lower(scale_add("my_solver"), [f32], custom_calls=["my_solver"])
+    path = save(solver, tmp_path / "custom.cyxla")
     status, _, error = load_from_c(path)
     assert status == INVALID_ARGUMENT
-    assert b"calls the custom-call target 'my_solver'" in error.message
-    assert b"cyxla_register_ffi_handler" in error.message
+    native = error.message.decode()
+    source = f"load_program: {path}"
+    assert native.startswith(f"{source} calls the custom-call target 'my_solver', which no handler")
+    assert "cyxla.register_ffi_target from Python, cyxla_register_ffi_handler from C" in native
+    with pytest.raises(cx.UnsupportedProgramError) as python:
+        cx.compile_program(cx.load_program(path))
+    assert str(python.value) == native.replace(source, f"compile_program: {solver.name}")
+
+
+@pytest.mark.parametrize(
+    "target", ["no_such_target", "cu_threefry2x32", "lapack_sgetrf_ffi", "t" * 200]
+)
+def test_a_claimed_custom_call_the_program_never_makes_is_refused_by_both_doors(
+    program: cx.Program, tmp_path: Path, target: str
+) -> None:
+    """Metadata that claims a target its StableHLO never names (found by fuzzing: such
+    files once ran in Python and were refused in C) is refused by the one reader, with one
+    text, whichever door opened the file."""
+    path = tmp_path / "claims.cyxla"
+    path.write_bytes(
+        _with_metadata("cyxla_version", f"custom_call {target}\ncyxla_version")(program)
+    )
+    status, handle, error = load_from_c(path)
+    assert (status, handle) == (PROGRAM_FILE, 0)
+    with pytest.raises(cx.ProgramFileError) as python:
+        cx.load_program(path)
+    assert python.value.reason == "metadata"
+    assert error.message.decode() == f"load_program: {python.value}"
+    assert f"claims the custom-call target '{target[:80]}" in str(python.value)
+    assert "which its StableHLO never names" in str(python.value)
 
 
 def test_jaxlibs_lapack_targets_load_in_a_python_process(tmp_path: Path) -> None:
@@ -200,12 +229,12 @@ def test_jaxlibs_lapack_targets_load_in_a_python_process(tmp_path: Path) -> None
 
 
 def test_a_lapack_target_without_python_is_refused_saying_how(tmp_path: Path) -> None:
-    path = tmp_path / "lapack.cyxla"
-    path.write_bytes(
-        _with_metadata("cyxla_version", "custom_call lapack_sgetrf_ffi\ncyxla_version")(
-            mlp_program()
-        )
+    f32 = jnp.float32
+    solve = cx.lower(
+        jnp.linalg.solve, [jax.ShapeDtypeStruct((3, 3), f32), jax.ShapeDtypeStruct((3,), f32)]
     )
+    assert "lapack_sgetrf_ffi" in solve.custom_calls
+    path = save(solve, tmp_path / "lapack.cyxla")
     # A process where cyxla.initialize never ran (so jaxlib's handlers were never
     # registered): the C API through libcyxla's own export, as a C program calls it.
     code = f"""

@@ -45,7 +45,7 @@ from cyxla._run.aligned import empty, is_aligned, zeros
 from cyxla._run.backend import LoadedPlugin, initialize, library_identity
 from cyxla._run.batched import BatchedExecutable, compile_batched
 from cyxla._run.bound import BoundCall
-from cyxla._run.executable import CompileStatistics, Executable, compile_program
+from cyxla._run.executable import CompileStatistics, Executable, Runner, compile_program
 from cyxla._run.plugins import PluginEntry
 from cyxla._version import __version__
 
@@ -116,6 +116,7 @@ __all__ = [
     "Program",
     "ProgramFileError",
     "ProgramFileVerdict",
+    "Runner",
     "TensorSpec",
     "UnsupportedProgramError",
     "VersionSkewWarning",

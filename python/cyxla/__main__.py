@@ -18,7 +18,7 @@ from cyxla._version import __version__
 #: Each command's module in cyxla._cli, and its line of help.
 _COMMANDS = {
     "plugins": "list the plugins cyxla finds (the default)",
-    "info": "everything a bug report needs: versions, plugins, cache, ABI",
+    "info": "everything a bug report needs: versions, plugins, cache, ABI; a program's runner",
     "demo": "lower, compile and run a small JAX function, next to jax.jit",
     "bench": "time one call of small programs through every path, beside jax.jit",
     "cache": "show (info, the default) or empty (clear) the disk cache",
@@ -38,9 +38,14 @@ exit status: 0 when a plugin loads and is in step with jaxlib, 1 when none does 
     "info": """Print what a bug report needs, one `name: value` a line: the versions of cyxla,
 Python, jax, jaxlib, NumPy and ml_dtypes, the StableHLO and XLA FFI versions jaxlib
 writes, each plugin with its versions and its fit with jaxlib, the disk cache and the
-native ABI version.
+native ABI version. Then, for each PROGRAM_FILE given, compile it (or load it from the
+disk cache) and say which runner its calls take, which they would take and why, and
+what the plugin compiled: target, thunk kinds, kernels, the symbols its objects need.
 
-exit status: 0""",
+example:
+  python -m cyxla info model.cyxla
+
+exit status: 0, or 1 when a PROGRAM_FILE could not be loaded or compiled""",
     "demo": """Lower tanh(x @ w) + sin(x) for x: float32[8,16] and w: float32[16,16], compile
 it with the plugin, run it from Python and from native code, and print the results beside
 jax.jit's, with the time of a call through each.
@@ -78,7 +83,7 @@ exit status: 0 when every file is accepted, 1 when any is refused""",
 }
 #: Commands that take arguments: their modules add them to their parser (add_arguments),
 #: and their main gets the parsed ones.
-_ARGUMENTS = frozenset({"bench", "cache", "export", "plugins", "verify"})
+_ARGUMENTS = frozenset({"bench", "cache", "export", "info", "plugins", "verify"})
 
 
 def _command(name: str) -> ModuleType:

@@ -112,7 +112,7 @@ uint64_t load(const std::string& path) {
     throw Error(ErrorKind::InvalidArgument,
                 "no runtime is open: call cyxla_open_runtime before loading " + path);
   }
-  const loading::Origin origin{path, ErrorKind::ProgramFile, true};
+  const loading::Origin origin{path, ErrorKind::ProgramFile};
   return Registry::instance().add(
       loading::load_or_compile(*runtime, program::read(path), origin).executable);
 }

@@ -26,6 +26,7 @@ constexpr double kStaleTemporarySeconds = 3600.0;
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
 
+#ifdef CYXLA_TESTING
 void call_hook(std::string_view stage, const fs::path& path, int fd) {
   if (const auto& hook = testing::seams().hook) hook(stage, path, fd);
 }
@@ -34,6 +35,11 @@ uid_t effective_user() noexcept {
   const std::optional<uint32_t> user = testing::seams().user;
   return user ? static_cast<uid_t>(*user) : ::geteuid();
 }
+#else
+void call_hook(std::string_view, const fs::path&, int) {}
+
+uid_t effective_user() noexcept { return ::geteuid(); }
+#endif
 
 /// Why `info` may not be trusted: someone else owns it or others may write it.
 std::optional<std::string> unsafe(const struct stat& info, std::string_view what,
@@ -359,6 +365,7 @@ Cleared clear(Warnings* warnings) {
   return cleared;
 }
 
+#ifdef CYXLA_TESTING
 namespace testing {
 
 Seams& seams() noexcept {
@@ -367,4 +374,5 @@ Seams& seams() noexcept {
 }
 
 }  // namespace testing
+#endif
 }  // namespace cyxla::cache

@@ -88,6 +88,8 @@ struct Cleared {
 /// warning, and the others are removed all the same.
 Cleared clear(Warnings* warnings = nullptr);
 
+#ifdef CYXLA_TESTING
+// A test build only (CMake's CYXLA_TESTING): a wheel's store has no seams.
 namespace testing {
 
 /// What the tests replace to reach what a real process cannot arrange at will.
@@ -104,4 +106,5 @@ struct Seams {
 Seams& seams() noexcept;
 
 }  // namespace testing
+#endif
 }  // namespace cyxla::cache

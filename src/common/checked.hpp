@@ -14,4 +14,11 @@ inline std::optional<size_t> checked_product(size_t a, size_t b) noexcept {
   return product;
 }
 
+/// a + b, or nothing when it does not fit in a size_t.
+inline std::optional<size_t> checked_sum(size_t a, size_t b) noexcept {
+  size_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return std::nullopt;
+  return sum;
+}
+
 }  // namespace cyxla

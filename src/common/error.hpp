@@ -8,7 +8,7 @@
 namespace cyxla {
 
 // X(Kind, "PythonClass", CYXLA_STATUS): every kind of error, the class of cyxla._errors
-// that Python raises for it (src/python/module.cpp) and the status the C API returns
+// that Python raises for it (src/python/bind_errors.cpp) and the status the C API returns
 // (src/abi/status.cpp). The statuses are cyxla.h's names, resolved where the list is
 // expanded, so the core needs no C header.
 //   InvalidArgument  a value the caller passed is wrong (count, size, null, handle)
@@ -16,6 +16,7 @@ namespace cyxla {
 //   PluginLoad       the library is missing or not a PJRT plugin
 //   PluginVersion    the plugin speaks a PJRT API version cyxla cannot use
 //   Compile          the plugin refused to compile a program
+//   UnsupportedProgram  a program calls a custom call that no handler in this process runs
 //   Pjrt             any other error the plugin reported
 //   ProgramFile      a program file that is malformed, altered, truncated or too new
 #define CYXLA_ERROR_KINDS(X)                                              \
@@ -24,6 +25,7 @@ namespace cyxla {
   X(PluginLoad, "PluginLoadError", CYXLA_ERROR_PJRT)                       \
   X(PluginVersion, "PluginVersionError", CYXLA_ERROR_PJRT)                 \
   X(Compile, "CompileError", CYXLA_ERROR_PJRT)                             \
+  X(UnsupportedProgram, "UnsupportedProgramError", CYXLA_ERROR_INVALID_ARGUMENT) \
   X(Pjrt, "PjrtError", CYXLA_ERROR_PJRT)                                   \
   X(ProgramFile, "ProgramFileError", CYXLA_ERROR_PROGRAM_FILE)
 
@@ -35,16 +37,13 @@ enum class ErrorKind {
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message, int pjrt_code = 0)
-      : std::runtime_error(message), kind_(kind), pjrt_code_(pjrt_code) {}
+  Error(ErrorKind kind, const std::string& message)
+      : std::runtime_error(message), kind_(kind) {}
 
   ErrorKind kind() const noexcept { return kind_; }
-  /// The plugin's PJRT_Error_Code, or 0 when the error did not come from the plugin.
-  int pjrt_code() const noexcept { return pjrt_code_; }
 
  private:
   ErrorKind kind_;
-  int pjrt_code_;
 };
 
 }  // namespace cyxla

@@ -10,6 +10,7 @@
 #include "cache/settings.hpp"
 #include "cache/store.hpp"
 #include "common/sha256.hpp"
+#include "compiled/runner_verdict.hpp"
 #include "pjrt/ffi.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/hlo_signature.hpp"
@@ -55,28 +56,30 @@ void check_platform(const Runtime& runtime, const ProgramFile& program, const Or
                   runtime.plugin().path() + "; export it for '" + platform + "'");
 }
 
-/// Every custom-call target of `program` has a handler in the plugin, or is XLA's own.
+/// Every custom-call target of `program` is XLA's own or has a handler in the plugin: the
+/// one answer for every door (a program file's claims were held against its program by
+/// the reader). A program that calls back into Python has its handler only in the Python
+/// process that lowered it.
 void check_custom_calls(const Runtime& runtime, const ProgramFile& program, const Origin& origin) {
   for (const std::string& target : program.custom_calls) {
-    if (target == pjrt::kPythonCallbackTarget) {
-      throw Error(ErrorKind::InvalidArgument,
-                  origin.source + " calls back into Python (the custom-call target '" + target +
-                      "'): its callbacks are functions of the Python process that lowered "
-                      "it, and no other process has them; lower the function without its "
-                      "callbacks (for Equinox's checks, set EQX_ON_ERROR=nan before tracing)");
-    }
     if (std::ranges::find(pjrt::kXlaBuiltinTargets, target) != pjrt::kXlaBuiltinTargets.end()) {
       continue;
     }
     if (pjrt::has_ffi_handler(runtime.plugin(), target)) continue;
+    if (target == pjrt::kPythonCallbackTarget) {
+      throw Error(ErrorKind::UnsupportedProgram,
+                  origin.source + " calls back into Python (the custom-call target '" + target +
+                      "'), which only the Python process that lowered it can run");
+    }
     const bool lapack = target.starts_with("lapack_");
-    throw Error(ErrorKind::InvalidArgument,
+    throw Error(ErrorKind::UnsupportedProgram,
                 origin.source + " calls the custom-call target '" + target +
                     "', which no handler in this process provides: register an XLA FFI "
-                    "handler for it with cyxla_register_ffi_handler before loading" +
-                    (lapack ? " (this is one of jaxlib's LAPACK targets, registered only in a "
-                              "Python process that imported cyxla; without Python, link a "
-                              "LAPACK handler of your own, or avoid the linear-algebra call)"
+                    "handler for it before loading (cyxla.register_ffi_target from Python, "
+                    "cyxla_register_ffi_handler from C)" +
+                    (lapack ? "; this is one of jaxlib's LAPACK targets, registered only in a "
+                              "Python process that imported cyxla: without Python, link a "
+                              "LAPACK handler of your own, or avoid the linear-algebra call"
                             : ""));
   }
 }
@@ -138,6 +141,18 @@ std::shared_ptr<Executable> checked(const Runtime& runtime, pjrt::LoadedExecutab
                        ", but the compiled program returns " + text(executable->outputs()));
   }
   return executable;
+}
+
+/// Which runner an executable of `runtime` would take, and its compiled form, read from
+/// `serialized`: the plugin's serialized form of it as it came from the compiler (one the
+/// plugin deserialized may serialize without its objects). Read only on the CPU.
+compiled::Judged judged(const Runtime& runtime, std::string_view serialized) {
+  if (runtime.platform() != "cpu") {
+    return {{compiled::Runner::Pjrt, "it runs on the " + runtime.platform() +
+                                         " platform; cyxla runs the CPU plugin's kernels only"},
+            nullptr};
+  }
+  return compiled::judge(serialized);
 }
 
 /// `signature` as its entry records it: [[element type, [dims]], ...] and [[output,
@@ -228,17 +243,20 @@ std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& pr
                                " parameters, its entry records " +
                                std::to_string(signature->parameters.size()));
     }
-    return checked(runtime, std::move(loaded), signature, program, origin);
+    auto executable = checked(runtime, std::move(loaded), signature, program, origin);
+    executable->set_judged(judged(runtime, entry->payload));
+    return executable;
   } catch (const std::exception& e) {  // whatever went wrong, compiling is the way out
     compiled.cache_error = "the plugin could not use " + entry->path.string() + ": " + e.what();
     return nullptr;
   }
 }
 
-/// Why `executable`, whose plugin reported `signature`, could not be stored under `key`,
-/// or "" once it is.
+/// Why `executable`, whose plugin reported `signature` and serialized it as `serialized`,
+/// could not be stored under `key`, or "" once it is.
 std::string store(const ProgramFile& program, const ExecutableKey& key,
-                  const Executable& executable, const std::optional<HloSignature>& signature,
+                  const Executable& executable, std::string_view serialized,
+                  const std::optional<HloSignature>& signature,
                   cache::Warnings* warnings) noexcept {
   try {
     json::Object header{
@@ -248,7 +266,7 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
         {"signature", record(signature)},
         {"fingerprint", hex(executable.fingerprint())},
     };
-    cache::write(kKind, key.key, std::move(header), executable.serialize(), warnings);
+    cache::write(kKind, key.key, std::move(header), serialized, warnings);
     return "";
   } catch (const std::exception& e) {  // the program runs anyway; the next load compiles
     return std::string("could not store the executable: ") + e.what();
@@ -260,7 +278,7 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
 Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
                          const Origin& origin, cache::Warnings* warnings) {
   check_platform(runtime, program, origin);
-  if (origin.refuse_unregistered_targets) check_custom_calls(runtime, program, origin);
+  check_custom_calls(runtime, program, origin);
   Compiled compiled;
   const Clock::time_point start = Clock::now();
   std::optional<ExecutableKey> key;
@@ -288,9 +306,29 @@ Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
   compiled.compile_seconds = seconds_since(compile_start);
   const std::optional<HloSignature> signature = signature_of(runtime.plugin(), loaded.get());
   compiled.executable = checked(runtime, std::move(loaded), signature, program, origin);
-  if (key) {
+  // Serialized once, for the verdict and the store: the compiler's own form, objects and all.
+  std::string serialized;
+  std::string serialize_error;
+  if (key || runtime.platform() == "cpu") {
+    try {
+      serialized = compiled.executable->serialize();
+    } catch (const std::exception& e) {
+      serialize_error = e.what();
+    }
+  }
+  compiled.executable->set_judged(
+      serialize_error.empty()
+          ? judged(runtime, serialized)
+          : compiled::Judged{{compiled::Runner::Pjrt,
+                              "the plugin could not serialize it: " + serialize_error},
+                             nullptr});
+  if (key && !serialize_error.empty()) {
+    compiled.cache_error += (compiled.cache_error.empty() ? "" : "; ") +
+                            ("could not store the executable: " + serialize_error);
+  } else if (key) {
     // A bad entry is replaced by the fresh one; both problems are reported.
-    const std::string failure = store(program, *key, *compiled.executable, signature, warnings);
+    const std::string failure =
+        store(program, *key, *compiled.executable, serialized, signature, warnings);
     if (!failure.empty()) {
       compiled.cache_error += (compiled.cache_error.empty() ? "" : "; ") + failure;
     }

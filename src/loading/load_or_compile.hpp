@@ -18,7 +18,7 @@ class Runtime;
 
 namespace cyxla::loading {
 
-/// Where a program comes from, for messages and for how its claims are refused.
+/// Where a program comes from, for messages and for the kind of a refusal of its specs.
 struct Origin {
   /// Names the program at the start of every refusal: a file's path, or
   /// "compile_program: NAME".
@@ -26,11 +26,6 @@ struct Origin {
   /// The kind of the error when the program's specs are not those of the executable
   /// (ProgramFile for a file, InvalidArgument for a caller's program).
   ErrorKind refusal = ErrorKind::InvalidArgument;
-  /// Whether a custom-call target that no handler of this process provides is refused
-  /// before compiling, saying how to register one (the C loader). Python's compile_program
-  /// lets the plugin refuse it and explains that with what it knows of JAX's registrations
-  /// (cyxla._ffi.checks).
-  bool refuse_unregistered_targets = true;
 };
 
 /// What load_or_compile made, and how.
@@ -46,8 +41,8 @@ struct Compiled {
 
 /// `program` as an executable of `runtime`: from the disk cache when it holds one that
 /// passes every check, compiled (and stored) otherwise. Throws cyxla::Error: a platform
-/// other than the runtime's or a custom call no handler provides (InvalidArgument, see
-/// Origin::refuse_unregistered_targets), the plugin's refusal (Compile), specs that are not
+/// other than the runtime's (InvalidArgument), a custom call that no handler of this
+/// process provides (UnsupportedProgram), the plugin's refusal (Compile), specs that are not
 /// the compiled program's (`origin.refusal`). What the store warns of (an unsafe directory,
 /// an unsafe entry, a size bound it cannot read) goes to `warnings` when given.
 Compiled load_or_compile(const Runtime& runtime, const program::ProgramFile& program,

@@ -176,6 +176,7 @@ const PluginFfi& plugin_ffi(const Plugin& plugin) {
   call_register(plugin, ffi, kProbeTarget, reinterpret_cast<const void*>(&version_probe),
                 "Host", 0);
   ffi.api = probed_api;
+  registered[plugin.api()].emplace(kProbeTarget);  // a handler like any other to the plugin
   return known.emplace(plugin.api(), ffi).first->second;
 }
 

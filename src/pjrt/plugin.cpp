@@ -50,19 +50,11 @@ std::string error_message(const PJRT_Api* api, const PJRT_Error* error) {
   return with_bytes_escaped(std::string_view(args.message, args.message_size));
 }
 
-int error_code(const PJRT_Api* api, const PJRT_Error* error) {
-  if (api->PJRT_Error_GetCode == nullptr) return PJRT_Error_Code_UNKNOWN;  // optional
-  auto args = make_args<PJRT_Error_GetCode_Args>();
-  args.error = error;
-  const OwnedError failed(api, api->PJRT_Error_GetCode(&args));
-  return failed ? PJRT_Error_Code_UNKNOWN : static_cast<int>(args.code);
-}
-
 void check(OwnedError error, std::string_view function, ErrorKind kind) {
   if (!error) return;
   const PJRT_Api* api = error.api();
   std::string message = std::string(function) + " failed: " + error_message(api, error.get());
-  throw Error(kind, message, error_code(api, error.get()));
+  throw Error(kind, message);
 }
 
 void missing_function(const Plugin& plugin, std::string_view function) {

@@ -41,9 +41,8 @@ std::vector<PJRT_NamedValue> to_pjrt(const std::vector<NamedValue>& values);
 /// either way.
 void check(OwnedError error, std::string_view function, ErrorKind kind = ErrorKind::Pjrt);
 
-/// The message and code of `error`, which stays owned by the caller.
+/// The message of `error`, which stays owned by the caller.
 std::string error_message(const PJRT_Api* api, const PJRT_Error* error);
-int error_code(const PJRT_Api* api, const PJRT_Error* error);
 
 class Plugin {
  public:

@@ -16,6 +16,7 @@
 #include "common/json.hpp"
 #include "common/little_endian.hpp"
 #include "common/utf8.hpp"
+#include "pjrt/ffi.hpp"
 #include "runtime/element_type.hpp"
 #include "runtime/platforms.hpp"
 
@@ -326,6 +327,29 @@ std::string spec_text(const TensorSpec& spec) {
   return text + "]";
 }
 
+/// The custom calls the metadata claims, held against the program they describe. MLIR
+/// bytecode keeps every string verbatim, so the name of a target the StableHLO calls is
+/// among its bytes: a claim of one it never names is false, and refused. A claim of
+/// cyxla's Python callbacks is refused too: they are functions of the process that
+/// lowered the program, and no file carries them. Both doors read files here, so a file
+/// gets one verdict and one text from Python and C alike.
+void check_custom_call_claims(const ProgramFile& file) {
+  for (const std::string& target : file.custom_calls) {
+    if (target.empty()) malformed("a custom_call line names no target");
+    if (target == pjrt::kPythonCallbackTarget) {
+      refuse(Refusal::Metadata,
+             "calls back into Python (the custom-call target " + quoted(target) +
+                 "): its callbacks are functions of the Python process that lowered it, and "
+                 "no other process has them; lower the function without its callbacks (for "
+                 "Equinox's checks, set EQX_ON_ERROR=nan before tracing)");
+    }
+    if (file.stablehlo.find(target) == std::string::npos) {
+      malformed("it claims the custom-call target " + quoted(target) +
+                ", which its StableHLO never names");
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view refusal_word(Refusal refusal) noexcept {
@@ -393,6 +417,7 @@ ProgramFile parse(std::string_view bytes, std::string_view source) {
     parse_metadata(bytes.substr(kHeaderSize, metadata_size), file);
     file.stablehlo = bytes.substr(kHeaderSize + metadata_size, stablehlo_size);
     file.compile_options = bytes.substr(kHeaderSize + metadata_size + stablehlo_size);
+    check_custom_call_claims(file);
     return file;
   } catch (const Refused& refused) {
     throw FileError(refused.refusal, std::string(source) + ": " + refused.why);

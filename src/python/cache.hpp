@@ -1,7 +1,9 @@
-// cyxla._core._cache: the disk cache's store (src/cache/) for cyxla/_cache/store.py.
+// What the bindings of the disk cache's store share (bind_cache is in bind_cache.cpp).
 #pragma once
 
 #include <nanobind/nanobind.h>
+
+#include <filesystem>
 
 #include "cache/settings.hpp"
 
@@ -13,8 +15,7 @@ namespace cyxla::python {
 /// turns one into an error.
 void give_cache_warnings(const cache::Warnings& warnings);
 
-/// Adds the submodule `_cache` to `module`: the store's functions, constants, exception
-/// classes and test seams, with each call's warnings given as Python warnings.
-void bind_cache(nanobind::module_& module);
+/// A path as Python's os.fsdecode gives it (bytes that are not UTF-8 as surrogates).
+nanobind::str path_text(const std::filesystem::path& path);
 
 }  // namespace cyxla::python

@@ -86,6 +86,7 @@ class BufferView {
 
 }  // namespace
 
+#ifdef CYXLA_TESTING
 bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle outputs,
                     bool converted) {
   const auto& in_specs = executable.inputs();
@@ -122,6 +123,7 @@ bool run_on_buffers(const Executable& executable, nb::handle inputs, nb::handle 
   executable.execute({in_data.data(), n_in}, {out_data.data(), n_out});
   return true;
 }
+#endif
 
 namespace {
 
@@ -204,11 +206,12 @@ struct HeldViews {
   }
 };
 
+#ifdef CYXLA_TESTING
 std::vector<bool> writes_in_place(const Executable& executable, nb::handle inputs,
                                   nb::handle outputs) {
   const size_t n_out = executable.outputs().size();
   if (nb::len(nb::borrow<nb::sequence>(outputs)) != n_out) {
-    throw Error(ErrorKind::InvalidArgument, "_writes_in_place: one array per output");
+    throw Error(ErrorKind::InvalidArgument, "writes_in_place: one array per output");
   }
   // Views held for the call, checked as bind checks them.
   HeldViews views;
@@ -216,7 +219,7 @@ std::vector<bool> writes_in_place(const Executable& executable, nb::handle input
   std::vector<void*> out_data;
   nb::sequence in_seq = nb::borrow<nb::sequence>(inputs);
   if (nb::len(in_seq) != executable.inputs().size()) {
-    throw Error(ErrorKind::InvalidArgument, "_writes_in_place: one array per input");
+    throw Error(ErrorKind::InvalidArgument, "writes_in_place: one array per input");
   }
   for (size_t i = 0; i < executable.inputs().size(); ++i) {
     in_data.push_back(views.take(in_seq[i], false, executable.inputs()[i],
@@ -235,7 +238,7 @@ std::vector<bool> writes_in_place(const Executable& executable, nb::handle input
   }
   return std::vector<bool>(flags.get(), flags.get() + n_out);
 }
-
+#endif
 
 BoundBuffers::BoundBuffers(std::shared_ptr<const Executable> executable, nb::handle inputs,
                            nb::handle outputs)

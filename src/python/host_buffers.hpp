@@ -12,16 +12,6 @@
 
 namespace cyxla::python {
 
-/// Runs `executable` (Executable::execute, the C API's path; a test hook since run uses
-/// CachedRun) with the buffers of `inputs` and writes its results into the buffers of
-/// `outputs`. Returns false, running nothing, when the inputs are not exactly what the
-/// program takes (count, element type, shape, C-contiguity); `converted` lets bfloat16
-/// inputs arrive as uint16 arrays.
-/// Outputs (bfloat16 ones as uint16) of the wrong count or size raise InvalidArgument.
-/// The GIL is released while the plugin runs.
-bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
-                    nanobind::handle outputs, bool converted);
-
 /// Executable.run's per-call path: a CachedCall over the buffers of Python objects.
 class CachedRun {
  public:
@@ -55,11 +45,25 @@ class CachedRun {
   nanobind::object ndarray_;  // numpy.ndarray, the one type `outputs` may hold
 };
 
+#ifdef CYXLA_TESTING
+// Test hooks (src/python/bind_testing.cpp).
+
+/// Runs `executable` (Executable::execute, the C API's path, without CachedRun's kept
+/// buffers) with the buffers of `inputs` and writes its results into those of `outputs`. Returns false, running nothing, when the inputs are not exactly what the
+/// program takes (count, element type, shape, C-contiguity); `converted` lets bfloat16
+/// inputs arrive as uint16 arrays.
+/// Outputs (bfloat16 ones as uint16) of the wrong count or size raise InvalidArgument.
+/// The GIL is released while the plugin runs.
+bool run_on_buffers(const Executable& executable, nanobind::handle inputs,
+                    nanobind::handle outputs, bool converted);
+
 /// Runs `executable` once, as run_on_buffers does with arrays that are exactly the
 /// program's (else InvalidArgument), and returns per output whether the plugin wrote the
 /// result straight into the output's memory.
 std::vector<bool> writes_in_place(const Executable& executable, nanobind::handle inputs,
                                   nanobind::handle outputs);
+
+#endif
 
 /// Buffer views of Python objects, held until destroyed.
 struct HeldViews;

@@ -4,8 +4,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "compiled/runner_verdict.hpp"
 #include "pjrt/handles.hpp"
 #include "runtime/host_memory.hpp"
 #include "runtime/tensor_spec.hpp"
@@ -68,10 +70,20 @@ class Executable {
   void execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_Buffer*> results,
                        std::span<void* const> outputs, std::span<bool> in_place = {}) const;
 
-  /// The plugin's serialized form, loadable with Runtime::deserialize.
+  /// The plugin's serialized form, loadable with Runtime::deserialize. An executable the
+  /// plugin deserialized may serialize without its compiled objects (the CPU plugin's do).
   std::string serialize() const;
   /// The plugin's fingerprint of the compiled code ("" if it has none).
   std::string fingerprint() const;
+
+  /// Which runner the executable would take, and why (src/compiled/).
+  const compiled::RunnerVerdict& runner_verdict() const noexcept { return judged_.verdict; }
+  /// Its compiled form as the compiler made it (thunks, buffers, objects), or null when
+  /// it was not read or could not be.
+  const compiled::CompiledForm* compiled_form() const noexcept { return judged_.form.get(); }
+  /// Set once, by whoever read its compiled form (load_or_compile), before the executable
+  /// is shared with other threads.
+  void set_judged(compiled::Judged judged) { judged_ = std::move(judged); }
 
  private:
   bool writable_in_place(size_t output, const void* data, std::span<const void* const> inputs,
@@ -86,6 +98,9 @@ class Executable {
   std::vector<TensorSpec> outputs_;
   std::vector<size_t> input_bytes_, output_bytes_;  // bytes() of each spec, once
   std::vector<size_t> donated_outputs_;
+  compiled::Judged judged_{
+      {compiled::Runner::Pjrt, "its compiled form was not read: it was not loaded by load_or_compile"},
+      nullptr};
 };
 
 }  // namespace cyxla

@@ -21,7 +21,6 @@
 
 static char failing[128];   /* the PJRT function that fails, "" for none */
 static char error_text[1024]; /* its error's message, "" for "scripted failure of ..." */
-static int get_code_fails;  /* PJRT_Error_GetCode itself fails */
 static int null_fingerprint;
 static char platform[32] = "fake";
 static size_t device_count = 1;
@@ -38,7 +37,6 @@ static const char* call_names[64];
 void fake_fail(const char* function) { snprintf(failing, sizeof failing, "%s", function); }
 /* The message of the scripted error from now on: any bytes, as a plugin's may be. */
 void fake_error_text(const char* text) { snprintf(error_text, sizeof error_text, "%s", text); }
-void fake_get_code_fails(int on) { get_code_fails = on; }
 void fake_null_fingerprint(int on) { null_fingerprint = on; }
 void fake_platform(const char* name) { snprintf(platform, sizeof platform, "%s", name); }
 void fake_devices(size_t count) { device_count = count; }
@@ -105,16 +103,6 @@ static void error_destroy(PJRT_Error_Destroy_Args* args) {
 static void error_message(PJRT_Error_Message_Args* args) {
   args->message = args->error->message;
   args->message_size = strlen(args->error->message);
-}
-
-static PJRT_Error* error_get_code(PJRT_Error_GetCode_Args* args) {
-  if (get_code_fails) {
-    PJRT_Error* error = calloc(1, sizeof(PJRT_Error));
-    snprintf(error->message, sizeof error->message, "no code");
-    return error;
-  }
-  args->code = PJRT_Error_Code_FAILED_PRECONDITION;
-  return NULL;
 }
 
 /* ------------------------------------------------------------------ plugin */
@@ -417,11 +405,9 @@ const PJRT_Api* GetPjrtApi(void) {
   api.pjrt_api_version.minor_version = CYXLA_PJRT_API_MINOR;
   api.PJRT_Error_Destroy = error_destroy;
   api.PJRT_Error_Message = error_message;
-  api.PJRT_Error_GetCode = error_get_code;
 #ifdef SCRIPTED_NO_ERROR_SLOTS /* a table without the error slots */
   api.PJRT_Error_Destroy = NULL;
   api.PJRT_Error_Message = NULL;
-  api.PJRT_Error_GetCode = NULL;
 #endif
   api.PJRT_Plugin_Initialize = plugin_initialize;
   api.PJRT_Plugin_Attributes = plugin_attributes;

@@ -1,10 +1,12 @@
 """`python -m cyxla info`: everything a bug report needs, one `name: value` a line (as
 `jax.print_environment_info()` prints it): cyxla, Python, jax, jaxlib, numpy, the plugins
 with their versions and their fit with jaxlib, the options programs compile with by default,
-the disk cache and the native ABI."""
+the disk cache and the native ABI; and for each program file named, which runner its calls
+take and what its compiled form holds."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import sys
@@ -15,7 +17,7 @@ from cyxla._errors import PluginNotFoundError
 from cyxla._run import compat, plugins
 from cyxla._version import __version__
 
-__all__ = ["lines", "main"]
+__all__ = ["add_arguments", "lines", "main", "program_lines"]
 
 #: The packages whose versions a report names.
 _PACKAGES = ("jax", "jaxlib", "numpy", "ml_dtypes", "scipy")
@@ -85,6 +87,54 @@ def _ours(name: str) -> bool:
     return name.startswith(("CYXLA_", "JAX_", "XLA_"))
 
 
-def main() -> int:
-    print("\n".join(lines()))
-    return 0
+def program_lines(path: str) -> list[str]:
+    """What `python -m cyxla info PROGRAM_FILE` says of the program file at `path`: the
+    runner its calls take, the one they would take and why, and what the plugin's
+    compiled form holds (target, thunks, kernels, the symbols its objects need). Raises
+    what loading or compiling the file raises."""
+    from cyxla import _core
+    from cyxla._program.program import load_program
+    from cyxla._run.executable import compile_program
+
+    executable, _ = compile_program(load_program(path))
+    runner = executable.runner
+    found = [
+        f"program: {path}",
+        f"  runner: {runner.name}",
+        f"  would take: {runner.would_take} ({runner.reason})",
+    ]
+    summary = _core.compiled_summary_of(executable._native)
+    if summary is None:
+        return found
+    kinds = ", ".join(f"{kind} x{count}" for kind, count in summary["thunk_kinds"].items())
+    found += [
+        f"  target: {summary['triple']} ({summary['cpu']})",
+        f"  thunks: {kinds or 'none'}",
+        f"  kernels: {', '.join(summary['kernels']) or 'none'}",
+        f"  symbols needed: {', '.join(summary['undefined_symbols']) or 'none'}",
+        f"  relocations: {', '.join(summary['relocation_types']) or 'none'}",
+        f"  objects: {summary['objects']}, allocations: {summary['allocations']} "
+        f"({summary['constant_allocations']} constant)",
+    ]
+    return found
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "programs",
+        nargs="*",
+        metavar="PROGRAM_FILE",
+        help="program files to compile (or load from the disk cache) and describe",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    print("\n".join(lines()), flush=True)
+    failed = 0
+    for path in args.programs:
+        try:
+            print("\n".join(program_lines(path)), flush=True)
+        except Exception as error:  # shown, not raised: the other files go on
+            print(f"program: {path}\n  not loadable: {type(error).__name__}: {error}")
+            failed += 1
+    return 1 if failed else 0

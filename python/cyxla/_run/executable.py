@@ -19,7 +19,7 @@ from cyxla._run import backend
 from cyxla._run.bound import BoundCall
 from cyxla._run.exact_arrays import carrier_view, exact_arrays
 
-__all__ = ["CompileStatistics", "Executable", "LazyHandle", "compile_program"]
+__all__ = ["CompileStatistics", "Executable", "LazyHandle", "Runner", "compile_program"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,28 @@ class CompileStatistics:
     #: Why the disk cache was not used, or why a cached entry was ignored and replaced
     #: (truncated, corrupted, foreign or unsafe); None when nothing went wrong.
     cache_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Runner:
+    """Which runner an executable's calls go through, and which it would take.
+
+    cyxla can run some CPU programs without PJRT's executor, by calling the plugin's own
+    compiled kernels itself (the same object code, so the same numbers), when the
+    compiled form is a sequence it can run: kernels and copies (loops and conditionals of
+    them), over objects that need nothing but libc, libm and compiler-runtime functions.
+    The verdict is read from the executable as the plugin compiled it; anything cyxla
+    cannot read, or does not run, keeps PJRT, and `reason` says what.
+    """
+
+    #: The runner its calls take now: always "pjrt" in this version (the kernel runner is
+    #: not built yet).
+    name: str
+    #: "kernels" when its compiled form qualifies for the kernel runner, "pjrt" when not.
+    would_take: str
+    #: Why, in words: what qualifies it, or the first thing that keeps it on PJRT (a
+    #: thunk kind, a symbol, a relocation, the platform, the reader's message).
+    reason: str
 
 
 class LazyHandle:
@@ -101,6 +123,16 @@ class Executable:
         the first when it replaced it, leaving some threads a dead handle).
         """
         return self._handle.value_of(self._native)
+
+    @property
+    def runner(self) -> Runner:
+        """Which runner this executable's calls take, which it would take, and why.
+
+        Read once, when the executable was compiled or loaded from the disk cache, from
+        the plugin's serialized form; see `Runner`.
+        """
+        would_take, reason = _core.runner_of(self._native)
+        return Runner(name="pjrt", would_take=would_take, reason=reason)
 
     @property
     def platform(self) -> str:

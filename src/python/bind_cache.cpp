@@ -2,6 +2,7 @@
 // a call's warnings become warnings.warn("cyxla cache: ...") once the call is over, and
 // the store's exceptions become the classes that cyxla._cache.store exports.
 #include "python/cache.hpp"
+#include "python/bindings.hpp"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -17,17 +18,17 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace cyxla::python {
-namespace {
 
-namespace fs = std::filesystem;
-using cache::Warnings;
-
-/// A path as Python's os.fsdecode gives it (bytes that are not UTF-8 as surrogates).
-nb::str path_text(const fs::path& path) {
+nb::str path_text(const std::filesystem::path& path) {
   const std::string& bytes = path.native();
   return nb::steal<nb::str>(PyUnicode_DecodeFSDefaultAndSize(
       bytes.data(), static_cast<Py_ssize_t>(bytes.size())));
 }
+
+namespace {
+
+namespace fs = std::filesystem;
+using cache::Warnings;
 
 /// A message, whatever bytes a hostile entry put in it.
 nb::str message_text(std::string_view text) {
@@ -215,26 +216,6 @@ void bind_cache(nb::module_& module) {
       },
       "warn_of_failures"_a,
       "Removes every entry and temporary file: (removed, bytes freed, [(path, errno)]).");
-
-  // Test seams (tests/support.py's cache_seams): a user id to own the cache as, and a hook
-  // called at the store's stages. The hook is held without a reference count of its own
-  // kept past exit, so no Python object is released after the interpreter is gone.
-  m.def(
-      "_set_test_seams",
-      [](std::optional<uint32_t> user, nb::object hook) {
-        cache::testing::Seams& seams = cache::testing::seams();
-        seams.user = user;
-        if (seams.hook) seams.hook = nullptr;
-        static nb::handle held;
-        held.dec_ref();
-        held = hook.is_none() ? nb::handle() : hook.release();
-        if (!held) return;
-        seams.hook = [](std::string_view stage, const fs::path& path, int fd) {
-          nb::gil_scoped_acquire acquire;
-          held(nb::str(stage.data(), stage.size()), path_text(path), fd);
-        };
-      },
-      "user"_a.none(), "hook"_a.none());
 }
 
 }  // namespace cyxla::python

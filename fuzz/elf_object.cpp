@@ -1,0 +1,38 @@
+// libFuzzer target: the ELF64 relocatable object reader (src/compiled/elf_object.cpp) on
+// its own, from the kernels' objects of real executables. A refusal is a cyxla::Error;
+// what it accepts must hold what it promises (indexes in range, relocations inside their
+// sections); anything else (a crash, a sanitizer report, another exception) is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "common/error.hpp"
+#include "compiled/elf_object.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  using namespace cyxla::compiled;
+  try {
+    const ElfObject elf = read_elf_object(bytes);
+    if (elf.size > bytes.size()) std::abort();
+    for (const ElfSymbol& symbol : elf.symbols) {
+      if (symbol.section != kShnUndef && symbol.section < 0xff00 &&
+          symbol.section >= elf.sections.size()) {
+        std::abort();
+      }
+    }
+    for (const ElfRelocations& section : elf.relocations) {
+      if (section.target >= elf.sections.size()) std::abort();
+      const uint64_t target_size = elf.sections[section.target].size;
+      for (const ElfRelocation& r : section.entries) {
+        if (r.symbol >= elf.symbols.size()) std::abort();
+        if (r.offset > target_size || relocation_width(r.type) > target_size - r.offset) {
+          std::abort();
+        }
+      }
+    }
+  } catch (const cyxla::Error&) {
+  }
+  return 0;
+}
