@@ -6,6 +6,7 @@ read agrees with an independent reading (Python's json, the writer's round trip)
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,9 @@ def test_elf_objects(path: Path) -> None:
     for target, entries in elf["relocations"]:
         assert 0 < target < len(sections)
         assert all(symbol < len(symbols) for _, _, symbol, _ in entries)
+    # The kernel loader over what the reader accepts, as fuzz/elf_object.cpp runs it.
+    try:
+        mapped = hooks.loaded_object_bytes(data)
+    except PjrtError:
+        return
+    assert mapped % os.sysconf("SC_PAGE_SIZE") == 0

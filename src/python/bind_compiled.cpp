@@ -1,19 +1,31 @@
 // The bindings of src/compiled/: what Python reads of a serialized executable (the
-// verdict and summary of an Executable; in a test build, the readers' whole output).
+// verdict and summary of an Executable; in a test build, the readers' whole output, and
+// its kernels loaded by src/kernels/ and called one at a time).
 #include "python/bindings.hpp"
 
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "common/error.hpp"
 #include "common/utf8.hpp"
 #include "compiled/protobuf_wire.hpp"
 #include "compiled/runner_verdict.hpp"
+#include "kernels/loaded_code.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/host_memory.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -104,6 +116,88 @@ nb::dict elf(const ElfObject& object) {
   d["undefined"] = strings(object.undefined);
   d["size"] = object.size;
   return d;
+}
+
+// XLA's kernel call frame (xla/backends/cpu/runtime/kernel_c_api.h), declared here: the
+// kernels take nothing else.
+struct KernelArg {
+  void* data;
+  size_t size;
+};
+struct KernelCallFrame {
+  const uint64_t* num_workgroups;  // x, y, z
+  const uint64_t* workgroup_id;    // x, y, z
+  size_t num_args;
+  const KernelArg* args;
+};
+using Kernel = void* (*)(const KernelCallFrame*);
+
+/// A writable, C-contiguous buffer of a Python object, copied into 64-byte-aligned
+/// memory (what the kernels assume) and back.
+class AlignedCopy {
+ public:
+  AlignedCopy(nb::handle object, size_t index) {
+    if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0) {
+      PyErr_Clear();
+      throw Error(ErrorKind::InvalidArgument, "arguments[" + std::to_string(index) +
+                                                  "] is not a writable C-contiguous buffer");
+    }
+    held_ = true;
+    size_ = static_cast<size_t>(view_.len);
+    // A kernel may read a whole vector past a buffer's last element: a multiple of 64.
+    copy_.reset(static_cast<std::byte*>(allocate_aligned(size_ > 0 ? size_ : 1)));
+    if (!copy_) throw std::bad_alloc();
+    std::memcpy(copy_.get(), view_.buf, size_);
+  }
+  AlignedCopy(const AlignedCopy&) = delete;
+  AlignedCopy& operator=(const AlignedCopy&) = delete;
+  ~AlignedCopy() {
+    if (held_) PyBuffer_Release(&view_);
+  }
+
+  KernelArg argument() const noexcept { return {copy_.get(), size_}; }
+  void copy_back() const noexcept { std::memcpy(view_.buf, copy_.get(), size_); }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+  };
+  Py_buffer view_{};
+  bool held_ = false;
+  size_t size_ = 0;
+  std::unique_ptr<std::byte, Free> copy_;
+};
+
+/// Calls kernel `name` of `serialized` over `arguments`, once per workgroup.
+void call_kernel(nb::bytes serialized, const std::string& name, nb::list arguments,
+                 std::array<uint64_t, 3> workgroups) {
+  const CompiledForm form = read_compiled_form(view_of(serialized));
+  const kernels::LoadedCode code = kernels::LoadedCode::load(form);
+  const auto kernel = reinterpret_cast<Kernel>(code.symbol(name));
+  if (kernel == nullptr) {
+    throw Error(ErrorKind::Pjrt, "no object defines the kernel '" + name + "'");
+  }
+  std::vector<std::unique_ptr<AlignedCopy>> copies;
+  std::vector<KernelArg> args;
+  for (size_t i = 0; i < nb::len(arguments); ++i) {
+    copies.push_back(std::make_unique<AlignedCopy>(arguments[i], i));
+    args.push_back(copies.back()->argument());
+  }
+  void* failed = nullptr;
+  {
+    nb::gil_scoped_release released;
+    std::array<uint64_t, 3> id{};
+    for (id[2] = 0; id[2] < workgroups[2] && !failed; ++id[2]) {
+      for (id[1] = 0; id[1] < workgroups[1] && !failed; ++id[1]) {
+        for (id[0] = 0; id[0] < workgroups[0] && !failed; ++id[0]) {
+          const KernelCallFrame frame{workgroups.data(), id.data(), args.size(), args.data()};
+          failed = kernel(&frame);
+        }
+      }
+    }
+  }
+  if (failed != nullptr) throw Error(ErrorKind::Pjrt, "the kernel '" + name + "' failed");
+  for (const auto& copy : copies) copy->copy_back();
 }
 #endif
 
@@ -205,6 +299,28 @@ void bind_compiled_testing(nb::module_& m) {
     return d;
   });
   m.def("elf_object", [](nb::bytes object) { return elf(read_elf_object(view_of(object))); });
+  // The kernel loader (src/kernels/), on a whole form and on one object alone (the
+  // fuzz target's input, fuzz/elf_object.cpp).
+  m.def("call_kernel", &call_kernel, "serialized"_a, "name"_a, "arguments"_a,
+        "workgroups"_a = std::array<uint64_t, 3>{1, 1, 1},
+        "Loads the kernels of a serialized executable and calls kernel `name` over the "
+        "writable buffers `arguments` (its arguments, then its results), once per workgroup "
+        "(z outermost, then y, then x). Raises PjrtError when they do not load.");
+  m.def(
+      "loaded_code_bytes",
+      [](nb::bytes serialized) {
+        return kernels::LoadedCode::load(read_compiled_form(view_of(serialized))).mapped_bytes();
+      },
+      "serialized"_a, "The bytes mapped to load the kernels of a serialized executable.");
+  m.def(
+      "loaded_object_bytes",
+      [](nb::bytes object) {
+        CompiledForm form;
+        form.executable.objects.push_back({"the object", std::string(view_of(object))});
+        form.objects.push_back(read_elf_object(view_of(object)));
+        return kernels::LoadedCode::load(form).mapped_bytes();
+      },
+      "object"_a, "The bytes mapped to load one ELF object on its own.");
   m.def("wire_fields", [](nb::bytes message) {
     WireReader reader(view_of(message), "the message");
     nb::list out;
