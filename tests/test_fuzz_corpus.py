@@ -128,7 +128,7 @@ def test_elf_objects(path: Path) -> None:
         assert all(symbol < len(symbols) for _, _, symbol, _ in entries)
     # The kernel loader over what the reader accepts, as fuzz/elf_object.cpp runs it.
     try:
-        mapped = hooks.loaded_object_bytes(data)
+        mapped = hooks.load_object(data).mapped_bytes
     except PjrtError:
         return
     assert mapped % os.sysconf("SC_PAGE_SIZE") == 0

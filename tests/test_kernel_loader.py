@@ -6,12 +6,18 @@ it must not load, refused by name."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import functools
 import os
 import platform
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
@@ -22,7 +28,7 @@ import cyxla as cx
 from cyxla._bench.programs import PROGRAMS
 from cyxla._errors import PjrtError
 
-from support import hooks, spec
+from support import NATIVE_SOURCES, hooks, spec
 
 pytestmark = pytest.mark.skipif(
     not (sys.platform.startswith("linux") and platform.machine() == "x86_64"),
@@ -192,7 +198,7 @@ def _relocation_entries(obj: dict[str, Any], symbol: str) -> list[int]:
 
 def test_an_unharmed_object_loads() -> None:
     data, _ = _sin3_object()
-    assert hooks.loaded_object_bytes(bytes(data)) == os.sysconf("SC_PAGE_SIZE")
+    assert hooks.load_object(bytes(data)).mapped_bytes == os.sysconf("SC_PAGE_SIZE")
 
 
 def test_a_symbol_this_process_lacks_is_refused_by_name() -> None:
@@ -205,7 +211,7 @@ def test_a_symbol_this_process_lacks_is_refused_by_name() -> None:
             "its object 'the object' needs the symbol 'sinq', which this process does not provide"
         ),
     ):
-        hooks.loaded_object_bytes(bytes(data))
+        hooks.load_object(bytes(data))
 
 
 def test_a_weak_reference_nothing_defines_is_null() -> None:
@@ -214,7 +220,7 @@ def test_a_weak_reference_nothing_defines_is_null() -> None:
     data[entry + 4] = 2 << 4 | (data[entry + 4] & 0xF)  # STB_WEAK
     at = data.find(b"\0sinf\0") + 1
     data[at : at + 4] = b"sinq"
-    assert hooks.loaded_object_bytes(bytes(data)) > 0
+    assert hooks.load_object(bytes(data)).mapped_bytes > 0
 
 
 def test_a_common_symbol_is_refused() -> None:
@@ -222,7 +228,7 @@ def test_a_common_symbol_is_refused() -> None:
     entry = _symbol_entry(obj, "sinf")
     data[entry + 6 : entry + 8] = (0xFFF2).to_bytes(2, "little")
     with pytest.raises(PjrtError, match="has the common symbol 'sinf'"):
-        hooks.loaded_object_bytes(bytes(data))
+        hooks.load_object(bytes(data))
 
 
 @pytest.mark.parametrize(
@@ -242,7 +248,7 @@ def test_every_relocation_type_applies(relocation: int) -> None:
     data, obj = _sin3_object()
     for at in _relocation_entries(obj, "sinf"):
         data[at + 8 : at + 12] = relocation.to_bytes(4, "little")
-    assert hooks.loaded_object_bytes(bytes(data)) > 0
+    assert hooks.load_object(bytes(data)).mapped_bytes > 0
 
 
 @pytest.mark.parametrize(("relocation", "name"), [(10, "R_X86_64_32"), (11, "R_X86_64_32S")])
@@ -256,7 +262,7 @@ def test_a_value_that_does_not_fit_is_refused(relocation: int, name: str) -> Non
         PjrtError,
         match=re.escape(f"the {name} relocation at offset {offset} of its object 'the object'"),
     ) as refused:
-        hooks.loaded_object_bytes(bytes(data))
+        hooks.load_object(bytes(data))
     assert "against 'sinf' has a value that does not fit its 32-bit field" in str(refused.value)
 
 
@@ -265,7 +271,7 @@ def test_a_relocation_it_does_not_apply_is_refused() -> None:
     (at, *_) = _relocation_entries(obj, "sinf")
     data[at + 8 : at + 12] = (22).to_bytes(4, "little")
     with pytest.raises(PjrtError, match="has a R_X86_64_GOTTPOFF relocation, which cyxla does"):
-        hooks.loaded_object_bytes(bytes(data))
+        hooks.load_object(bytes(data))
 
 
 def test_a_misaligned_section_is_refused() -> None:
@@ -274,4 +280,112 @@ def test_a_misaligned_section_is_refused() -> None:
     header = int.from_bytes(data[40:48], "little") + 64 * text
     data[header + 48 : header + 56] = (24).to_bytes(8, "little")
     with pytest.raises(PjrtError, match=r"asks for an alignment of 24 bytes"):
-        hooks.loaded_object_bytes(bytes(data))
+        hooks.load_object(bytes(data))
+
+
+# ------------------------------------------------------------------ an object of our own
+# tests/native/loader_probe.c, compiled under several code models: calls into libm and
+# within the object, read-only, writable and zeroed data, each relocation form the loader
+# applies, and code that runs.
+
+_CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+_LIBM.sinf.restype, _LIBM.sinf.argtypes = ctypes.c_float, [ctypes.c_float]
+_TABLE = np.float32([1.5, -2.5, 3.25, 0.125])
+
+
+@functools.cache
+def _probe(flags: str) -> bytes:
+    assert _CC, "the tests need a C compiler (cc) to build their probes"
+    with tempfile.TemporaryDirectory() as directory:
+        output = Path(directory) / "loader_probe.o"
+        command = [_CC, "-std=c11", "-O2", "-ffp-contract=off", "-fno-common", "-Wall"]
+        command += ["-Werror", *flags.split(), "-c", str(NATIVE_SOURCES / "loader_probe.c")]
+        subprocess.run([*command, "-o", str(output)], check=True, timeout=120)
+        return output.read_bytes()
+
+
+@pytest.mark.parametrize("flags", ["-fpic", "-fpie", "-fno-pic -mcmodel=large"])
+def test_an_object_of_our_own_links_and_runs(flags: str) -> None:
+    relocations = {
+        r for _, entries in hooks.elf_object(_probe(flags))["relocations"] for r in entries
+    }
+    assert relocations
+    code = hooks.load_object(_probe(flags), "loader_probe.o")
+    probe = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_int)(code.symbol("probe"))
+    bias = ctypes.c_float.from_address(code.symbol("probe_bias"))
+    total = ctypes.c_float.from_address(code.symbol("probe_total"))
+    assert (bias.value, total.value) == (0.75, 0.0)
+    assert code.symbol("kTable") is None  # a local symbol
+    running = np.float32(0)
+    for i, x in enumerate(np.linspace(-3, 3, 9, dtype=np.float32)):
+        expected = np.float32(_LIBM.sinf(x)) * _TABLE[i & 3] + np.float32(0.75)
+        assert np.float32(probe(x, i)).view(np.uint32) == expected.view(np.uint32), (i, x)
+        running += expected
+    assert np.float32(total.value) == running
+    bias.value = 2.0  # writable data stays writable
+    assert probe(0.0, 0) == 2.0
+
+
+@contextlib.contextmanager
+def _far_trampoline(to: int) -> Iterator[int]:
+    """A page mapped far from everything else (at 32 TiB) holding `movabs $to, %rax;
+    jmp *%rax`: a function out of any rel32's reach that behaves as `to` does."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, *[ctypes.c_int] * 3, ctypes.c_long]
+    libc.munmap.argtypes = libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mprotect.argtypes += [ctypes.c_int]
+    page = libc.mmap(1 << 45, 4096, 3, 0x22, -1, 0)  # read|write, private|anonymous
+    assert page is not None and page != ctypes.c_void_p(-1).value, ctypes.get_errno()
+    try:
+        ctypes.memmove(page, b"\x48\xb8" + to.to_bytes(8, "little") + b"\xff\xe0", 12)
+        assert libc.mprotect(page, 4096, 5) == 0  # read|execute
+        yield page
+    finally:
+        libc.munmap(page, 4096)
+
+
+def test_calls_out_of_reach_go_through_a_stub() -> None:
+    # probe calls sinf (R_X86_64_PLT32); made an absolute symbol at a far trampoline to
+    # the real sinf, the call lands on a stub `jmp *slot(%rip)` whose GOT slot holds it.
+    data = bytearray(_probe("-fpic"))
+    elf = hooks.elf_object(bytes(data))
+    sinf = ctypes.cast(_LIBM.sinf, ctypes.c_void_p).value
+    with _far_trampoline(sinf) as far:
+        entry = _symbol_entry(elf, "sinf")
+        data[entry + 6 : entry + 8] = (0xFFF1).to_bytes(2, "little")  # SHN_ABS
+        data[entry + 8 : entry + 16] = far.to_bytes(8, "little")
+        code = hooks.load_object(bytes(data))
+        assert abs(code.symbol("probe") - far) > 1 << 32
+        text = next(i for i, s in enumerate(elf["sections"]) if s[0] == ".text")
+        (value,) = [s[4] for s in elf["symbols"] if s[0] == "probe"]
+        ((offset, kind, _, addend),) = [
+            e
+            for target, entries in elf["relocations"]
+            if target == text
+            for e in entries
+            if elf["symbols"][e[2]][0] == "sinf"
+        ]
+        assert kind == "R_X86_64_PLT32"
+        field_at = code.symbol("probe") - value + offset
+        field = int.from_bytes(ctypes.string_at(field_at, 4), "little", signed=True)
+        stub = field_at + field - addend
+        jump = ctypes.string_at(stub, 6)
+        assert jump[:2] == b"\xff\x25"
+        slot = stub + 6 + int.from_bytes(jump[2:], "little", signed=True)
+        assert ctypes.c_uint64.from_address(slot).value == far
+        probe = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_int)(code.symbol("probe"))
+        expected = np.float32(_LIBM.sinf(1.25)) * _TABLE[1] + np.float32(0.75)
+        assert np.float32(probe(1.25, 1)) == expected
+        del code  # unmapped before the trampoline
+
+
+def test_an_absolute_32_bit_address_is_refused() -> None:
+    # The small code model without PIC indexes its table at a sign-extended 32-bit address,
+    # which no mapping above 2 GiB can give it.
+    data = _probe("-fno-pic")
+    with pytest.raises(
+        PjrtError, match=r"the R_X86_64_32S relocation at offset \d+ of its object 'probe\.o'"
+    ):
+        hooks.load_object(data, "probe.o")

@@ -91,9 +91,10 @@ __extension__ typedef __int128 Wide;
 enum class Region { Code, ReadOnly, Writable };
 
 /// What a symbol resolves to before the mapping exists: a place in a loaded section
-/// (object, section, value), or an absolute address (object kAbsolute, value).
+/// (object, section, value), an absolute address (object kAbsolute, value), or the GOT
+/// (object kGot).
 struct Target {
-  static constexpr size_t kAbsolute = SIZE_MAX;
+  static constexpr size_t kAbsolute = SIZE_MAX, kGot = SIZE_MAX - 1;
   size_t object = kAbsolute;
   size_t section = 0;
   uint64_t value = 0;
@@ -248,6 +249,12 @@ void Loader::resolve_undefined() {
         externals_.emplace(s.name, global->second.target);
         continue;
       }
+      // The name a static linker gives the GOT's address (position-independent code
+      // reaches it as an undefined symbol).
+      if (s.name == "_GLOBAL_OFFSET_TABLE_") {
+        externals_.emplace(s.name, Target{Target::kGot, 0, 0});
+        continue;
+      }
       if (compiled::is_host_symbol(s.name)) {
         if (void* address = dlsym(RTLD_DEFAULT, s.name.c_str()); address != nullptr) {
           const auto value = reinterpret_cast<uint64_t>(address);
@@ -350,6 +357,7 @@ void Loader::lay_out() {
 
 uint64_t Loader::address_of(const Target& target) const {
   if (target.object == Target::kAbsolute) return target.value;
+  if (target.object == Target::kGot) return reinterpret_cast<uint64_t>(base_ + got_at_);
   // Modulo 2^64: a symbol's value lies within its section (the reader checked).
   return reinterpret_cast<uint64_t>(base_) + placements_[target.object][target.section]->offset +
          target.value;
@@ -495,7 +503,8 @@ void Loader::run(detail::Mapping& mapping, std::map<std::string, void*, std::les
   }
   protect();
   for (const auto& [name, definition] : globals_) {
-    if (definition.target.object == Target::kAbsolute) continue;  // not a place in the mapping
+    // Only places in the mapping: an absolute symbol is nothing loaded here.
+    if (definition.target.object == Target::kAbsolute) continue;
     symbols.emplace(name, reinterpret_cast<void*>(address_of(definition.target)));
   }
 }

@@ -312,15 +312,27 @@ void bind_compiled_testing(nb::module_& m) {
         return kernels::LoadedCode::load(read_compiled_form(view_of(serialized))).mapped_bytes();
       },
       "serialized"_a, "The bytes mapped to load the kernels of a serialized executable.");
+  nb::class_<kernels::LoadedCode>(m, "LoadedCode")
+      .def(
+          "symbol",
+          [](const kernels::LoadedCode& code, const std::string& name) -> std::optional<uintptr_t> {
+            void* address = code.symbol(name);
+            if (address == nullptr) return std::nullopt;
+            return reinterpret_cast<uintptr_t>(address);
+          },
+          "name"_a, "The address of the global symbol `name`, or None.")
+      .def_prop_ro("mapped_bytes", &kernels::LoadedCode::mapped_bytes);
   m.def(
-      "loaded_object_bytes",
-      [](nb::bytes object) {
+      "load_object",
+      [](nb::bytes object, const std::string& name) {
         CompiledForm form;
-        form.executable.objects.push_back({"the object", std::string(view_of(object))});
+        form.executable.objects.push_back({name, std::string(view_of(object))});
         form.objects.push_back(read_elf_object(view_of(object)));
-        return kernels::LoadedCode::load(form).mapped_bytes();
+        return kernels::LoadedCode::load(form);
       },
-      "object"_a, "The bytes mapped to load one ELF object on its own.");
+      "object"_a, "name"_a = "the object",
+      "One ELF object loaded on its own, as a compiled form of that one object (named "
+      "`name`) would be: a LoadedCode, which unmaps it when collected.");
   m.def("wire_fields", [](nb::bytes message) {
     WireReader reader(view_of(message), "the message");
     nb::list out;
