@@ -260,7 +260,8 @@ def test_a_value_that_does_not_fit_is_refused(relocation: int, name: str) -> Non
     offset = int.from_bytes(data[at : at + 8], "little")
     with pytest.raises(
         PjrtError,
-        match=re.escape(f"the {name} relocation at offset {offset} of its object 'the object'"),
+        match=rf"the {name} relocation at offset {offset} of section \d+ \('\.ltext'\) of its "
+        "object 'the object'",
     ) as refused:
         hooks.load_object(bytes(data))
     assert "against 'sinf' has a value that does not fit its 32-bit field" in str(refused.value)
@@ -386,6 +387,8 @@ def test_an_absolute_32_bit_address_is_refused() -> None:
     # which no mapping above 2 GiB can give it.
     data = _probe("-fno-pic")
     with pytest.raises(
-        PjrtError, match=r"the R_X86_64_32S relocation at offset \d+ of its object 'probe\.o'"
+        PjrtError,
+        match=r"the R_X86_64_32S relocation at offset \d+ of section \d+ \('\.text'\) of its "
+        r"object 'probe\.o' against section \d+ \('\.rodata'\) has a value that does not fit",
     ):
         hooks.load_object(data, "probe.o")

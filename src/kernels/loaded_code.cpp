@@ -409,8 +409,8 @@ void Loader::relocate(size_t i, const ElfRelocations& relocations) {
     const auto end = checked_sum(r.offset, width);
     const auto where = [&] {
       return compiled::relocation_type_name(r.type) + " relocation at offset " +
-             std::to_string(r.offset) + " of " + object_label(i) + "'s " +
-             section_label(i, relocations.target);
+             std::to_string(r.offset) + " of " + section_label(i, relocations.target) + " of " +
+             object_label(i);
     };
     if (!end || *end > section.size) refuse("the " + where() + " writes past the section's end");
     const Target target = target_of(i, r.symbol);
@@ -455,9 +455,14 @@ void Loader::relocate(size_t i, const ElfRelocations& relocations) {
                " relocation, which cyxla does not apply");
     }
     if (!fits) {
+      // A section's symbol has no name: its section's stands for it.
       const ElfSymbol& symbol = object.symbols[r.symbol];
-      refuse("the " + where() + " against '" + symbol.name +
-             "' has a value that does not fit its 32-bit field");
+      const std::string against =
+          !symbol.name.empty() || symbol.section >= object.sections.size()
+              ? "'" + symbol.name + "'"
+              : section_label(i, symbol.section);
+      refuse("the " + where() + " against " + against +
+             " has a value that does not fit its 32-bit field");
     }
     // A 64-bit field holds its value modulo 2^64, as the ELF specification computes it.
     if (width == 8) {

@@ -61,7 +61,8 @@ class LoadedCode {
   /// CpuExecutable::symbols[k].name), or null when none does.
   void* symbol(std::string_view name) const noexcept;
 
-  /// The bytes mapped for the objects, their GOT and stubs: a whole number of pages.
+  /// The bytes mapped for the objects, their GOT and stubs: a whole number of pages (0
+  /// when the objects had nothing to load).
   size_t mapped_bytes() const noexcept { return mapping_.size(); }
 
  private:
