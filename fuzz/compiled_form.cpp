@@ -1,8 +1,10 @@
 // libFuzzer target: the readers of the CPU plugin's serialized executable (src/compiled/):
-// the protobuf envelope, the CompilationResultProto with its thunks and buffers, each ELF
-// object it holds, and the runner verdict over what they read. judge() turns every
-// refusal into a `pjrt` verdict; anything else (a crash, a sanitizer report, an exception
-// escaping it) is a finding. The mutator mostly edits the bytes of one nested field (an
+// the protobuf envelope, the CompilationResultProto with its thunks, buffers and HLO
+// module, each ELF object it holds, and the runner verdict over what they read; where the
+// verdict is `kernels`, the kernel runner's program built from it (objects loaded,
+// constants filled, never run). judge() turns every refusal into a `pjrt` verdict and the
+// program's into a cyxla::Error; anything else (a crash, a sanitizer report, another
+// exception) is a finding. The mutator mostly edits the bytes of one nested field (an
 // ELF object, a thunk, an allocation) and writes the lengths of the fields around it
 // again, so that edits reach the readers below the envelope.
 #include <cstddef>
@@ -16,6 +18,7 @@
 #include "common/error.hpp"
 #include "compiled/protobuf_wire.hpp"
 #include "compiled/runner_verdict.hpp"
+#include "kernels/kernel_program.hpp"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
@@ -91,5 +94,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const auto summary = cyxla::compiled::summarize(*judged.form);
   if (summary.objects != judged.form->executable.objects.size()) std::abort();
+  if (judged.verdict.runner != cyxla::compiled::Runner::Kernels) return 0;
+  // The shape the program claims: its parameters' sizes in order, its outputs' sizes.
+  const cyxla::compiled::CpuExecutable& e = judged.form->executable;
+  std::vector<size_t> inputs, outputs;
+  for (const cyxla::compiled::Allocation& a : e.buffers.allocations) {
+    if (!a.is_entry_computation_parameter || a.parameter_number > 64) continue;
+    if (inputs.size() <= a.parameter_number) inputs.resize(a.parameter_number + 1);
+    inputs[a.parameter_number] = a.size;
+  }
+  for (const cyxla::compiled::Slice& s : e.results) outputs.push_back(s.size);
+  try {
+    const cyxla::kernels::KernelProgram program(*judged.form, {inputs, outputs, {}});
+    if (program.places().size() != e.buffers.allocations.size()) std::abort();
+  } catch (const cyxla::Error&) {
+    // refused by name: the program stays on PJRT
+  }
   return 0;
 }

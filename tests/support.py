@@ -310,6 +310,26 @@ def mlp_inputs(rows: int = 4) -> list[np.ndarray]:
 
 
 @contextlib.contextmanager
+def environment(**values: str | None) -> Iterator[None]:
+    """The environment variables `values` set (None: unset) for a while, then restored:
+    the core reads CYXLA_CACHE_DIR and CYXLA_RUNNER at each compile or load."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
 def x64_mode(enabled: bool) -> Iterator[None]:
     """jax_enable_x64 set to `enabled` inside the block, restored after it."""
     before = bool(jax.config.jax_enable_x64)

@@ -85,7 +85,7 @@ def test_bench_reports_every_path_of_every_program(full_run: tuple[dict[str, Any
         assert all(_finite_positive(program[name]["ratio_to_bound_py"]) for name in expected)
         # The native loops' tails: per round p99 <= p99.9 <= max, so their medians too.
         for name in expected:
-            assert ("tail_ns" in program[name]) == (name in ("native", "bound")), name
+            assert ("tail_ns" in program[name]) == (name in ("native", "bound", "bound_pjrt")), name
         for name in ("native", "bound"):
             tail = program[name]["tail_ns"]
             assert 0 < tail["p99"] <= tail["p99_9"] <= tail["max"] <= tail["max_of_all_rounds"]
@@ -327,7 +327,7 @@ def test_bench_prints_a_table_without_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tiny = programs.BenchProgram(
-        "tiny", "x + 1", lambda x: x + 1, lambda rng: [np.zeros(2, np.float32)]
+        "tiny", "x + 1", lambda x: x + 1, lambda rng: [np.zeros(2, np.float32)], lambda x: x + 1
     )
     monkeypatch.setattr(programs, "PROGRAMS", (tiny,))
     parser = argparse.ArgumentParser()

@@ -154,6 +154,6 @@ def test_info_says_which_runner_a_program_file_takes(tmp_path: Path) -> None:
     result = run_cyxla("info", str(path), str(tmp_path / "missing.cyxla"))
     assert result.returncode == 1, result.stderr
     program = result.stdout.split(f"program: {path}\n", 1)[1]
-    assert program.startswith("  runner: pjrt\n  would take: kernels (its thunk sequence")
+    assert program.startswith("  runner: kernels\n  would take: kernels (its thunk sequence")
     assert "  kernels: broadcast_multiply_fusion\n  symbols needed: sinf\n" in program
     assert f"program: {tmp_path / 'missing.cyxla'}\n  not loadable: " in program

@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cyxla",),  # the native API's declarations, which everything may use
     ("common",),  # errors, checked arithmetic, byte utilities (JSON, SHA-256, CRC-32, UTF-8)
     ("compiled",),  # readers of a plugin's compiled form (protobuf, thunks, ELF), the verdict
-    ("kernels",),  # the plugin's kernels loaded into this process (mapping, linking)
+    ("kernels",),  # the kernel runner: kernels loaded into this process, the thunks run
     ("pjrt",),  # the PJRT binding
     ("runtime",),  # the core: client, executables, the hot path
     ("program",),  # the program file

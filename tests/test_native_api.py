@@ -745,7 +745,7 @@ def test_benchmark_threads_that_cannot_start_are_an_error(
 
 
 ALLOCATION_CHECK = """
-    import ctypes, json
+    import ctypes, json, os
     import jax, jax.numpy as jnp, numpy as np
     import cyxla
     from cyxla import _benchmark
@@ -766,6 +766,10 @@ ALLOCATION_CHECK = """
     ]:
         program = cyxla.lower(function, [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
         executable = cyxla.compile_program(program)[0]
+        os.environ["CYXLA_RUNNER"] = "pjrt"
+        on_pjrt = cyxla.compile_program(program)[0]
+        del os.environ["CYXLA_RUNNER"]
+        results[f"{name}/runner"] = executable.runner.name
         inputs = [_aligned(np.ones(s, np.float32)) for s in shapes]
         unaligned = [np.ones(s, np.float32)[1:].base[: int(np.prod(s))].reshape(s) for s in shapes]
         outputs = [_aligned(np.empty(s.shape, s.dtype)) for s in executable.outputs]
@@ -781,6 +785,8 @@ ALLOCATION_CHECK = """
                 executable.handle, unaligned, outputs, n),
             "raw_resident": lambda n: _benchmark.raw_pjrt_resident_loop(
                 *pointers, inputs, types, outputs, n),
+            "cyxla_pjrt": lambda n: _benchmark.execute_loop(on_pjrt.handle, inputs, outputs, n),
+            "bound_pjrt": lambda n: _benchmark.bound_loop(on_pjrt.handle, inputs, outputs, n),
         }
         for path, loop in loops.items():
             loop(100)  # warm
@@ -837,6 +843,13 @@ def test_execute_allocates_nothing_beyond_the_plugin(tmp_path: Path) -> None:
         assert 0 < resident < raw, counts
         assert counts[f"{name}/bound"] <= resident + 0.01, counts
         assert counts[f"{name}/bound_unaligned"] <= resident + 0.01, counts
+        assert counts[f"{name}/cyxla_pjrt"] <= raw + 0.01, counts
+        assert counts[f"{name}/bound_pjrt"] <= resident + 0.01, counts
+    # sin3 runs on the kernel runner, which allocates nothing at all per call (matmul100's
+    # dot is a library fusion: PJRT).
+    assert (counts["small/runner"], counts["matmul/runner"]) == ("kernels", "pjrt"), counts
+    for path in ("cyxla", "cyxla_unaligned", "bound", "bound_unaligned"):
+        assert counts[f"small/{path}"] == 0, counts
     # A batch adds nothing either: per call, the plugin's allocations of the calls it makes.
     raw_16, raw_256 = counts["batch/raw_16"], counts["batch/raw_256"]
     assert raw_16 > 0 and raw_256 > 0, counts
@@ -855,6 +868,6 @@ def test_execute_allocates_nothing_beyond_the_plugin(tmp_path: Path) -> None:
     )
     assert readme is not None and performance is not None
     assert performance.groups() == readme.groups()[:2]
-    paths = ("small/cyxla", "matmul/cyxla", "small/bound")
+    paths = ("small/cyxla_pjrt", "matmul/cyxla", "small/bound_pjrt")
     for quoted, measured in zip(readme.groups(), paths, strict=True):
         assert 0.8 * counts[measured] <= int(quoted) <= 1.2 * counts[measured], (quoted, counts)

@@ -9,6 +9,30 @@
 
 namespace cyxla::compiled {
 
+/// A logical buffer placed in an allocation (BufferAllocationProto.Assigned).
+struct Assigned {
+  uint64_t logical_buffer = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+/// A value of the program (LogicalBufferProto): the HLO instruction that defines it, at
+/// `shape_index` inside that instruction's (tuple) shape.
+struct LogicalBuffer {
+  uint64_t id = 0;
+  uint64_t size = 0;
+  uint64_t instruction = 0;  // the defining instruction's unique id (HloInstructionProto.id)
+  std::vector<uint64_t> shape_index;
+};
+
+/// A place where a logical buffer is seen though another instruction defined it
+/// (BufferAssignmentProto.BufferAlias): a get-tuple-element, a loop's result.
+struct BufferAlias {
+  uint64_t logical_buffer = 0;
+  uint64_t instruction = 0;
+  std::vector<uint64_t> shape_index;
+};
+
 /// One BufferAllocationProto. Its memory is a parameter's (the caller's input), a
 /// constant's (filled from the executable), or a temporary; an output may live in any.
 struct Allocation {
@@ -24,10 +48,13 @@ struct Allocation {
   bool is_constant = false;
   bool is_parameter_aliased_with_output = false;
   uint64_t color = 0;
+  std::vector<Assigned> assigned;
 };
 
 /// The allocations in index order: allocations[i].index == i (the reader checks it).
 struct BufferAssignment {
+  std::vector<LogicalBuffer> logical_buffers;
+  std::vector<BufferAlias> aliases;
   std::vector<Allocation> allocations;
 };
 

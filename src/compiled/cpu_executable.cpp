@@ -29,7 +29,10 @@ enum : uint32_t { kTargetTriple = 1, kTargetCpu = 2, kTargetFeatures = 3 };
 void read_result(WireReader reader, CpuExecutable& out) {
   for (WireField f; reader.next(f);) {
     switch (f.number) {
-      case kHloModule: out.hlo_module_size = reader.bytes_of(f).size(); break;
+      case kHloModule:
+        out.hlo_module_size = reader.bytes_of(f).size();
+        out.module = read_hlo_module(reader, f);
+        break;
       case kBufferAssignment: out.buffers = read_buffer_assignment(reader, f); break;
       case kObjFiles:
         reader.fail(f.offset, "it keeps its objects in field 4, an older layout cyxla does "
@@ -110,6 +113,64 @@ void check_slices(const CpuExecutable& e) {
   });
 }
 
+/// Where the logical buffer `id` lies, if one allocation holds it inside its bounds.
+std::optional<Slice> slice_of(const BufferAssignment& buffers, uint64_t id) {
+  std::optional<Slice> slice;
+  for (const Allocation& a : buffers.allocations) {
+    for (const Assigned& assigned : a.assigned) {
+      if (assigned.logical_buffer != id) continue;
+      if (slice) return std::nullopt;  // in two places: no one answer
+      slice = Slice{a.index, assigned.offset, assigned.size};
+    }
+  }
+  const auto end = slice ? checked_sum(slice->offset, slice->size) : std::nullopt;
+  if (!end || *end > buffers.allocations[slice->allocation].size) return std::nullopt;
+  return slice;
+}
+
+/// CpuExecutable::results: where the value of each result instruction (at the top of its
+/// shape) lies: the logical buffer it defines, or the buffers its aliases name, which
+/// must agree; then the one left, if any, by elimination.
+std::vector<Slice> find_results(const CpuExecutable& e) {
+  std::vector<Slice> found;
+  std::vector<bool> claimed(e.buffers.allocations.size());
+  std::optional<size_t> unknown;
+  for (uint64_t instruction : e.module.result_instructions) {
+    std::optional<Slice> slice;
+    bool agree = true;
+    const auto take = [&](uint64_t buffer) {
+      const std::optional<Slice> s = slice_of(e.buffers, buffer);
+      agree = agree && s && (!slice || (s->allocation == slice->allocation &&
+                                        s->offset == slice->offset && s->size == slice->size));
+      slice = s;
+    };
+    for (const LogicalBuffer& b : e.buffers.logical_buffers) {
+      if (b.instruction == instruction && b.shape_index.empty()) take(b.id);
+    }
+    for (const BufferAlias& alias : e.buffers.aliases) {
+      if (alias.instruction == instruction && alias.shape_index.empty()) take(alias.logical_buffer);
+    }
+    if (slice && agree) {
+      found.push_back(*slice);
+      claimed[slice->allocation] = true;
+      continue;
+    }
+    if (unknown) return {};  // two outputs whose place is not written down
+    unknown = found.size();
+    found.emplace_back();
+  }
+  if (!unknown) return found;
+  const Allocation* live = nullptr;
+  for (const Allocation& a : e.buffers.allocations) {
+    if (!a.maybe_live_out || a.is_tuple || claimed[a.index]) continue;
+    if (live != nullptr) return {};  // two candidates
+    live = &a;
+  }
+  if (live == nullptr) return {};
+  found[*unknown] = Slice{live->index, 0, live->size};
+  return found;
+}
+
 }  // namespace
 
 CpuExecutable read_cpu_executable(std::string_view serialized) {
@@ -124,6 +185,7 @@ CpuExecutable read_cpu_executable(std::string_view serialized) {
   CpuExecutable out;
   read_result(envelope.nested(*executable, "CompilationResultProto"), out);
   check_slices(out);
+  out.results = find_results(out);
   return out;
 }
 

@@ -6,11 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compiled/buffer_assignment.hpp"
+#include "compiled/hlo_module.hpp"
 #include "compiled/thunk_sequence.hpp"
 
 namespace cyxla::compiled {
@@ -46,6 +48,14 @@ struct CpuExecutable {
   bool has_thunk_sequence = false;
   /// The size of its optimized HLO module, which holds the constants' values.
   size_t hlo_module_size = 0;
+  /// What the runner needs from that module: where the outputs come from, the constants.
+  HloModuleFacts module;
+  /// Where each output lies: the slice of the logical buffer its instruction defines, or
+  /// that its aliases name; for the one output (at most) whose value only passes through
+  /// (a loop's result read by get-tuple-element, which XLA finds by analysis), the whole
+  /// of the one allocation that may be live out and holds no other output. Empty when
+  /// that leaves any doubt, or the module does not name the outputs.
+  std::vector<Slice> results;
 };
 
 /// `serialized`, the plugin's serialized executable, read. Every slice a thunk names is

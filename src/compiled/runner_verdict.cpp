@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/utf8.hpp"
 #include "compiled/host_symbols.hpp"
@@ -35,6 +36,89 @@ const Thunk* first_unrunnable(const ThunkSequence& sequence) {
     return &thunk;
   }
   return nullptr;
+}
+
+/// Why the logical buffer `assigned` to the constant allocation `a` cannot be filled from
+/// the HLO module's constants; empty when it can.
+std::string constant_stop(const CpuExecutable& e, const Allocation& a, const Assigned& assigned) {
+  const auto end = checked_sum(assigned.offset, assigned.size);
+  if (!end || *end > a.size) return "runs past the allocation";
+  for (const LogicalBuffer& b : e.buffers.logical_buffers) {
+    if (b.id != assigned.logical_buffer) continue;
+    const auto found = e.module.constants.find(b.instruction);
+    if (found == e.module.constants.end()) return "is no constant instruction of its module";
+    const ConstantBytes& constant = found->second;
+    if (!constant.unreadable.empty()) return "cyxla cannot read: " + constant.unreadable;
+    if (constant.bytes.size() != assigned.size) {
+      return "has " + std::to_string(constant.bytes.size()) + " bytes in its module, and " +
+             std::to_string(assigned.size) + " in its allocation";
+    }
+    return "";
+  }
+  return "is no logical buffer of its buffer assignment";
+}
+
+/// The first thing about `e`'s thunks and allocations that the kernel runner cannot lay
+/// out or run as PJRT would, in words; empty when there is none.
+std::string first_layout_stop(const CpuExecutable& e) {
+  std::string stop;
+  for_each_thunk(e.thunks, [&](const Thunk& thunk) {
+    if (!stop.empty()) return;
+    if (const auto* copy = std::get_if<CopyThunk>(&thunk.body); copy && !copy->same_shape) {
+      stop = "its copy " + thunk.op_name + " changes the layout, which cyxla does not do";
+    } else if (const auto* kernel = std::get_if<KernelThunk>(&thunk.body)) {
+      const auto& [x, y, z] = kernel->workgroups;
+      if (x != 1 || y != 1 || z != 1) {
+        stop = "its kernel '" + kernel->name + "' runs over " + std::to_string(x) + "x" +
+               std::to_string(y) + "x" + std::to_string(z) +
+               " workgroups, which PJRT spreads over its threads and cyxla's runner does not yet";
+      } else if (kernel->min_alignment.value_or(1) > kRunnerAlignment) {
+        stop = "its kernel '" + kernel->name + "' asks for " +
+               std::to_string(*kernel->min_alignment) + "-byte alignment";
+      }
+    }
+  });
+  if (!stop.empty()) return stop;
+  // Thread-local allocations are the kernels' own (XLA's runtime gives them no memory):
+  // no thunk may name one.
+  const auto thread_local_slice = [&](const Slice& slice) {
+    return e.buffers.allocations[slice.allocation].is_thread_local;
+  };
+  for_each_thunk(e.thunks, [&](const Thunk& thunk) {
+    if (!stop.empty()) return;
+    bool named = false;
+    if (const auto* kernel = std::get_if<KernelThunk>(&thunk.body)) {
+      for (const Slice& s : kernel->arguments) named = named || thread_local_slice(s);
+      for (const Slice& s : kernel->results) named = named || thread_local_slice(s);
+    } else if (const auto* copy = std::get_if<CopyThunk>(&thunk.body)) {
+      named = thread_local_slice(copy->source) || thread_local_slice(copy->destination);
+    } else if (const auto* loop = std::get_if<WhileThunk>(&thunk.body)) {
+      named = thread_local_slice(loop->condition_buffer);
+    } else if (const auto* choice = std::get_if<ConditionalThunk>(&thunk.body)) {
+      named = thread_local_slice(choice->branch_index_buffer);
+    }
+    if (named) stop = "its thunk " + thunk.op_name + " names a thread-local allocation";
+  });
+  if (!stop.empty()) return stop;
+  for (const Allocation& a : e.buffers.allocations) {
+    const std::string which = "its allocation " + std::to_string(a.index);
+    if (a.is_entry_computation_parameter && !a.parameter_shape_index.empty()) {
+      return which + " is part of a tuple parameter";
+    }
+    if (!a.is_constant) continue;
+    // XLA gives each constant an allocation of its own: one value filling it, whose bytes
+    // the module holds (so that the constants' memory is bounded by the module's size).
+    if (a.assigned.size() != 1 || a.assigned[0].offset != 0 || a.assigned[0].size != a.size) {
+      return which + " holds a constant with other values or room besides";
+    }
+    for (const Assigned& assigned : a.assigned) {
+      if (std::string why = constant_stop(e, a, assigned); !why.empty()) {
+        return which + " holds a constant that " + why;
+      }
+    }
+  }
+  if (e.results.empty()) return "its HLO module does not say where its outputs lie";
+  return {};
 }
 
 std::string kind_of(const Thunk& thunk) {
@@ -132,6 +216,7 @@ RunnerVerdict judged_as_read(const CompiledForm& form) {
     choices += std::holds_alternative<ConditionalThunk>(thunk.body);
   });
   if (!missing.empty()) return pjrt("its kernel '" + missing + "' is defined by none of its objects");
+  if (std::string stop = first_layout_stop(e); !stop.empty()) return pjrt(std::move(stop));
   if (!twice.empty()) return pjrt("its symbol '" + twice + "' is defined by two of its objects");
   std::vector<std::string> needed;
   for (size_t i = 0; i < form.objects.size(); ++i) {

@@ -16,6 +16,10 @@ namespace cyxla::compiled {
 
 enum class Runner { Kernels, Pjrt };
 
+/// The alignment the kernel runner gives every allocation's memory: the most a kernel
+/// may ask for (KernelThunk::min_alignment) on the kernel runner.
+inline constexpr uint64_t kRunnerAlignment = 64;
+
 /// "kernels" or "pjrt".
 std::string_view runner_name(Runner runner) noexcept;
 

@@ -26,7 +26,7 @@ enum : uint32_t {                        // KernelThunkProto
   kKernelResults = 6,
 };
 constexpr uint32_t kShapedSliceSlice = 1;        // ShapedSliceProto.slice
-constexpr uint32_t kShapeBufferSliceSlice = 2;   // ShapeBufferAllocationSliceProto.slice
+enum : uint32_t { kShapeBufferSliceShape = 1, kShapeBufferSliceSlice = 2 };  // ShapeBufferAllocationSliceProto
 enum : uint32_t { kCopySource = 1, kCopyDestination = 2 };  // CopyThunkProto
 enum : uint32_t {                                           // WhileThunkProto
   kWhileCondition = 1,
@@ -104,15 +104,28 @@ KernelThunk read_kernel(WireReader reader) {
   return kernel;
 }
 
+/// The bytes of the ShapeProto in a ShapeBufferAllocationSliceProto (empty without one).
+std::string_view shape_bytes(const WireReader& parent, const WireField& field) {
+  WireReader reader = parent.nested(field, "ShapeBufferAllocationSliceProto");
+  std::string_view shape;
+  for (WireField f; reader.next(f);) {
+    if (f.number == kShapeBufferSliceShape) shape = reader.bytes_of(f);
+  }
+  return shape;
+}
+
 CopyThunk read_copy(WireReader reader) {
   CopyThunk copy;
+  std::string_view shapes[2];
   for (WireField f; reader.next(f);) {
     if (f.number == kCopySource || f.number == kCopyDestination) {
       const Slice slice = read_wrapped_slice(reader, f, "ShapeBufferAllocationSliceProto",
                                              kShapeBufferSliceSlice);
       (f.number == kCopySource ? copy.source : copy.destination) = slice;
+      shapes[f.number == kCopySource ? 0 : 1] = shape_bytes(reader, f);
     }
   }
+  copy.same_shape = shapes[0] == shapes[1];
   return copy;
 }
 

@@ -34,10 +34,12 @@ struct KernelThunk {
   std::optional<uint64_t> min_alignment;
 };
 
-/// A copy of `source` into `destination` (CopyThunkProto).
+/// A copy of `source` into `destination` (CopyThunkProto). XLA's copy may also change
+/// the layout (a transpose); it is a plain byte copy when both shapes are the same.
 struct CopyThunk {
   Slice source;
   Slice destination;
+  bool same_shape = false;  // the two ShapeProtos' bytes are equal
 };
 
 struct Thunk;

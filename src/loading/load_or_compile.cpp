@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 
 #include "cache/executable_key.hpp"
 #include "cache/settings.hpp"
 #include "cache/store.hpp"
 #include "common/sha256.hpp"
+#include "common/utf8.hpp"
 #include "compiled/runner_verdict.hpp"
 #include "pjrt/ffi.hpp"
 #include "runtime/executable.hpp"
@@ -155,6 +157,20 @@ compiled::Judged judged(const Runtime& runtime, std::string_view serialized) {
   return compiled::judge(serialized);
 }
 
+/// Why PJRT is asked for in place of the kernel runner: the environment variable
+/// CYXLA_RUNNER set to "pjrt"; "" when it is unset, empty or "auto". Read at each load, so
+/// that a process may change it between loads.
+std::string forced_pjrt() {
+  const char* value = std::getenv("CYXLA_RUNNER");
+  const std::string_view runner = value != nullptr ? value : "";
+  if (runner.empty() || runner == "auto") return "";
+  if (runner == "pjrt") return "CYXLA_RUNNER=pjrt asks for PJRT";
+  throw Error(ErrorKind::InvalidArgument,
+              "CYXLA_RUNNER is '" + with_bytes_escaped(runner) +
+                  "'; it takes 'auto' (the kernel runner where a program qualifies, the "
+                  "default) or 'pjrt'");
+}
+
 /// `signature` as its entry records it: [[element type, [dims]], ...] and [[output,
 /// parameter], ...], or null.
 json::Value record(const std::optional<HloSignature>& signature) {
@@ -210,7 +226,8 @@ std::optional<HloSignature> recorded_signature(const json::Value* recorded) {
 /// The cached executable of `key`, or null with `compiled.cache_error` saying why not.
 std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& program,
                                    const Origin& origin, const ExecutableKey& key,
-                                   Compiled& compiled, cache::Warnings* warnings) {
+                                   Compiled& compiled, cache::Warnings* warnings,
+                                   const std::string& forced) {
   std::optional<cache::Entry> entry;
   try {
     entry = cache::read(kKind, key.key, warnings);
@@ -244,7 +261,7 @@ std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& pr
                                std::to_string(signature->parameters.size()));
     }
     auto executable = checked(runtime, std::move(loaded), signature, program, origin);
-    executable->set_judged(judged(runtime, entry->payload));
+    executable->set_judged(judged(runtime, entry->payload), forced);
     return executable;
   } catch (const std::exception& e) {  // whatever went wrong, compiling is the way out
     compiled.cache_error = "the plugin could not use " + entry->path.string() + ": " + e.what();
@@ -279,6 +296,7 @@ Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
                          const Origin& origin, cache::Warnings* warnings) {
   check_platform(runtime, program, origin);
   check_custom_calls(runtime, program, origin);
+  const std::string forced = forced_pjrt();
   Compiled compiled;
   const Clock::time_point start = Clock::now();
   std::optional<ExecutableKey> key;
@@ -295,7 +313,7 @@ Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
   } catch (const std::exception& e) {  // no key to trust: compiled, not stored
     compiled.cache_error = e.what();
   }
-  if (key) compiled.executable = lookup(runtime, program, origin, *key, compiled, warnings);
+  if (key) compiled.executable = lookup(runtime, program, origin, *key, compiled, warnings, forced);
   compiled.load_seconds = seconds_since(start);
   if (compiled.executable) {
     compiled.cache_hit = true;
@@ -321,7 +339,8 @@ Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
           ? judged(runtime, serialized)
           : compiled::Judged{{compiled::Runner::Pjrt,
                               "the plugin could not serialize it: " + serialize_error},
-                             nullptr});
+                             nullptr},
+      forced);
   if (key && !serialize_error.empty()) {
     compiled.cache_error += (compiled.cache_error.empty() ? "" : "; ") +
                             ("could not store the executable: " + serialize_error);

@@ -6,6 +6,7 @@
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
 
 #include <array>
@@ -223,12 +224,14 @@ void bind_compiled(nb::module_& m) {
   m.def(
       "runner_of",
       [](const Executable& executable) {
-        const RunnerVerdict& verdict = executable.runner_verdict();
-        return std::make_pair(std::string(runner_name(verdict.runner)), verdict.reason);
+        return std::make_tuple(std::string(runner_name(executable.runner())),
+                               std::string(runner_name(executable.runner_verdict().runner)),
+                               executable.runner_reason());
       },
       "executable"_a,
-      "(runner, reason) of an Executable, read by load_or_compile from its compiled form "
-      "as the compiler made it (runner_verdict).");
+      "(runner, would_take, reason) of an Executable: the runner its calls take, the one its "
+      "compiled form allows (runner_verdict, read by load_or_compile), and why the first is "
+      "what it is.");
   m.def(
       "compiled_summary_of",
       [](const Executable& executable) -> std::optional<nb::dict> {

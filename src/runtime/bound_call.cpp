@@ -25,6 +25,17 @@ BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
   // into memory of the bound call's own, copied out after each call, where they cannot.
   donors_.resize(donated.size());
   e.place_donors(inputs_, outputs_, donors_);
+  if (e.runner() == compiled::Runner::Kernels) {
+    if (const size_t bytes = e.kernel_call_bytes(inputs_, donors_); bytes != 0) {
+      kernel_memory_.reset(allocate_aligned(bytes));
+      if (kernel_memory_ == nullptr) throw std::bad_alloc();
+    }
+    on_kernels_ = true;
+    bases_.resize(e.compiled_form()->executable.buffers.allocations.size());
+    e.lay_out_kernel_call(inputs_, outputs_, donors_,
+                          static_cast<std::byte*>(kernel_memory_.get()), bases_);
+    return;
+  }
   if (const size_t staged = e.staged_bytes(inputs_, donors_); staged != 0) {
     staging_.reset(allocate_aligned(staged));
     if (staging_ == nullptr) throw std::bad_alloc();
@@ -58,6 +69,11 @@ bool BoundCall::call() {
   } done{busy_};
   if (!resident_) {
     executable_->execute(inputs_, outputs_);
+    return true;
+  }
+  if (on_kernels_) {
+    executable_->stage_inputs(inputs_, bases_);
+    executable_->run_kernels(bases_, outputs_);
     return true;
   }
   // The buffers alias the caller's memory (or the copies refreshed here): the plugin reads

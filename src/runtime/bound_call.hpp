@@ -59,6 +59,11 @@ class BoundCall {
   std::vector<pjrt::Buffer> donor_buffers_;  // made on each call, consumed by it
   std::vector<PJRT_Buffer*> arguments_;
   std::vector<PJRT_Buffer*> results_;  // room for the outputs' buffers of one call
+  // On the kernel runner (Executable::runner()): every allocation's address, laid out
+  // once in the caller's memory and memory of the bound call's own.
+  bool on_kernels_ = false;
+  std::vector<std::byte*> bases_;
+  std::unique_ptr<void, Free> kernel_memory_;
   std::atomic<bool> busy_{false};
 };
 

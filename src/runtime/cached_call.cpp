@@ -50,8 +50,11 @@ std::byte* CachedCall::area_of(Area& area, size_t bytes) {
 }
 
 bool CachedCall::execute(std::span<const void* const> inputs, std::span<void* const> outputs) {
-  // Elsewhere than on the CPU a buffer is a copy on the device: nothing to keep.
-  if (!host_ || busy_.exchange(true, std::memory_order_acquire)) {
+  // Elsewhere than on the CPU a buffer is a copy on the device: nothing to keep. The
+  // kernel runner keeps nothing either: it wraps no buffers, and its staging is the
+  // thread's.
+  if (!host_ || executable_->runner() == compiled::Runner::Kernels ||
+      busy_.exchange(true, std::memory_order_acquire)) {
     executable_->execute(inputs, outputs);
     return false;
   }

@@ -156,6 +156,10 @@ pjrt::Buffer Executable::donor_buffer(size_t output, void* data) const {
 
 void Executable::execute(std::span<const void* const> inputs, std::span<void* const> outputs,
                          std::span<bool> in_place) const {
+  if (kernels_) {
+    execute_kernels(inputs, outputs, in_place);
+    return;
+  }
   const size_t n_in = inputs_.size();
   const size_t n_out = outputs_.size();
   const size_t n_donated = donated_outputs_.size();
@@ -195,6 +199,21 @@ void Executable::execute(std::span<const void* const> inputs, std::span<void* co
 
   SmallArray<PJRT_Buffer*> out_raw(n_out);
   execute_buffers(in_raw.data(), {out_raw.data(), n_out}, outputs, in_place);
+}
+
+void Executable::execute_kernels(std::span<const void* const> inputs,
+                                 std::span<void* const> outputs, std::span<bool> in_place) const {
+  // The same layout as a BoundCall's, made per call in this thread's scratch memory.
+  const size_t n_donated = donated_outputs_.size();
+  SmallArray<void*> donors(n_donated);
+  place_donors(inputs, outputs, {donors.data(), n_donated});
+  const size_t bytes = kernel_call_bytes(inputs, {donors.data(), n_donated});
+  std::byte* memory = bytes != 0 ? scratch().reserve(bytes) : nullptr;
+  SmallArray<std::byte*> bases(kernels_->places().size());
+  lay_out_kernel_call(inputs, outputs, {donors.data(), n_donated}, memory,
+                      {bases.data(), bases.size()});
+  stage_inputs(inputs, {bases.data(), bases.size()});
+  run_kernels({bases.data(), bases.size()}, outputs, in_place);
 }
 
 void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_Buffer*> results,

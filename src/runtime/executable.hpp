@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiled/runner_verdict.hpp"
+#include "kernels/kernel_program.hpp"
 #include "pjrt/handles.hpp"
 #include "runtime/host_memory.hpp"
 #include "runtime/tensor_spec.hpp"
@@ -76,16 +77,47 @@ class Executable {
   /// The plugin's fingerprint of the compiled code ("" if it has none).
   std::string fingerprint() const;
 
-  /// Which runner the executable would take, and why (src/compiled/).
+  /// A kernel-runner call's memory (runner() is Kernels): the staging that
+  /// staged_bytes(inputs, donors) says, then the program's scratch.
+  size_t kernel_call_bytes(std::span<const void* const> inputs,
+                           std::span<void* const> donors) const noexcept;
+  /// Lays out a kernel-runner call in `memory` (kernel_call_bytes() of aligned memory):
+  /// `bases` receives each allocation's address. An aligned input is its own memory; an
+  /// unaligned one gets staging there, into which the caller copies it (stage_inputs); a
+  /// donated output goes to `donors` (place_donors) or staging; an output that may be
+  /// placed straight in the caller's memory (aligned, overlapping nothing) is.
+  void lay_out_kernel_call(std::span<const void* const> inputs, std::span<void* const> outputs,
+                           std::span<void* const> donors, std::byte* memory,
+                           std::span<std::byte*> bases) const noexcept;
+  /// Copies the inputs that lay_out_kernel_call staged into their staging.
+  void stage_inputs(std::span<const void* const> inputs,
+                    std::span<std::byte* const> bases) const noexcept;
+  /// Runs the kernel runner's program over `bases` and copies each output that was not
+  /// written in place into `outputs`; `in_place`, when not empty, says which were.
+  void run_kernels(std::span<std::byte* const> bases, std::span<void* const> outputs,
+                   std::span<bool> in_place = {}) const;
+
+  /// Which runner the executable's compiled form allows, and why (src/compiled/).
   const compiled::RunnerVerdict& runner_verdict() const noexcept { return judged_.verdict; }
   /// Its compiled form as the compiler made it (thunks, buffers, objects), or null when
   /// it was not read or could not be.
   const compiled::CompiledForm* compiled_form() const noexcept { return judged_.form.get(); }
+  /// Which runner its calls take: the kernel runner where the verdict allows it, it was
+  /// not forced off, and its objects loaded; PJRT otherwise.
+  compiled::Runner runner() const noexcept {
+    return kernels_ ? compiled::Runner::Kernels : compiled::Runner::Pjrt;
+  }
+  /// Why runner() is what it is: the verdict's reason, or why the kernel runner that the
+  /// verdict allows was not taken.
+  const std::string& runner_reason() const noexcept { return runner_reason_; }
   /// Set once, by whoever read its compiled form (load_or_compile), before the executable
-  /// is shared with other threads.
-  void set_judged(compiled::Judged judged) { judged_ = std::move(judged); }
+  /// is shared with other threads: the verdict, and the kernel runner's program where the
+  /// verdict allows it and `forced_pjrt` (why PJRT is asked for) is empty.
+  void set_judged(compiled::Judged judged, const std::string& forced_pjrt = {});
 
  private:
+  void execute_kernels(std::span<const void* const> inputs, std::span<void* const> outputs,
+                       std::span<bool> in_place) const;
   bool writable_in_place(size_t output, const void* data, std::span<const void* const> inputs,
                          std::span<void* const> outputs) const noexcept;
   /// A buffer of `spec` over `data`: with `on_host` semantics on the CPU, a copy elsewhere.
@@ -101,6 +133,8 @@ class Executable {
   compiled::Judged judged_{
       {compiled::Runner::Pjrt, "its compiled form was not read: it was not loaded by load_or_compile"},
       nullptr};
+  std::string runner_reason_ = judged_.verdict.reason;
+  std::shared_ptr<const kernels::KernelProgram> kernels_;  // null on PJRT
 };
 
 }  // namespace cyxla

@@ -11,6 +11,7 @@ examples of each.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,6 +84,8 @@ class Setup:
     #: The same program compiled as JAX lowers it, without the donated parameters through
     #: which large outputs are written in place: the naive PJRT loop passes the inputs only.
     floor_executable: cyxla.Executable
+    #: The same executable kept on PJRT (CYXLA_RUNNER=pjrt), for the `*_pjrt` paths.
+    pjrt_executable: cyxla.Executable
 
 
 @dataclass(frozen=True)
@@ -154,13 +157,30 @@ def _outputs_copied_out() -> Iterator[None]:
         lowering.IN_PLACE_MIN_BYTES = in_place_min
 
 
+@contextmanager
+def _on_pjrt() -> Iterator[None]:
+    """Executables compiled or loaded meanwhile keep to PJRT (CYXLA_RUNNER=pjrt)."""
+    saved = os.environ.get("CYXLA_RUNNER")
+    os.environ["CYXLA_RUNNER"] = "pjrt"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["CYXLA_RUNNER"]
+        else:
+            os.environ["CYXLA_RUNNER"] = saved
+
+
 def setup(program: BenchProgram, threads: int) -> Setup:
     """Lowers and compiles `program` and makes its inputs and outputs."""
     inputs = [plain(a) for a in program.make_inputs(np.random.default_rng(0))]
-    executable, _ = cyxla.compile_program(cyxla.lower(program.function, inputs))
-    floor_executable = executable
+    lowered = cyxla.lower(program.function, inputs)
+    executable, _ = cyxla.compile_program(lowered)
+    with _on_pjrt():
+        pjrt_executable, _ = cyxla.compile_program(lowered)
+    floor_executable = pjrt_executable
     if executable._native.donated_outputs:
-        with _outputs_copied_out():
+        with _outputs_copied_out(), _on_pjrt():
             floor_executable, _ = cyxla.compile_program(cyxla.lower(program.function, inputs))
     outputs = [aligned(np.zeros(s.shape, s.dtype)) for s in executable.outputs]
     aligned_inputs = [aligned(a) for a in inputs]
@@ -170,7 +190,16 @@ def setup(program: BenchProgram, threads: int) -> Setup:
         executable.run(inputs)
     if executable._variant_compile is not None:
         executable._variant_compile.join()
-    return Setup(program, executable, inputs, aligned_inputs, outputs, threads, floor_executable)
+    return Setup(
+        program,
+        executable,
+        inputs,
+        aligned_inputs,
+        outputs,
+        threads,
+        floor_executable,
+        pjrt_executable,
+    )
 
 
 def timed(call: Callable[[], object]) -> Loop:
@@ -204,6 +233,12 @@ def _bound(s: Setup) -> Loop:
     return TailLoop(lambda n, t: _benchmark.bound_loop(handle, s.aligned_inputs, s.outputs, n, t))
 
 
+@path("bound_pjrt", "cyxla bound call, C++, kept on PJRT (CYXLA_RUNNER=pjrt)")
+def _bound_pjrt(s: Setup) -> Loop:
+    handle = s.pjrt_executable.handle
+    return TailLoop(lambda n, t: _benchmark.bound_loop(handle, s.aligned_inputs, s.outputs, n, t))
+
+
 @path("threads", "cyxla native execute, {threads} threads on one executable")
 def _threads(s: Setup) -> Loop:
     # n calls in each thread: the wall time per call of all threads together.
@@ -234,6 +269,16 @@ for _size in (16, 256):
 @path("run", "cyxla Executable.run, plain NumPy arrays")
 def _run(s: Setup) -> Loop:
     return timed(lambda: s.executable.run(s.inputs))
+
+
+@path("run_pjrt", "cyxla Executable.run, plain NumPy arrays, kept on PJRT (CYXLA_RUNNER=pjrt)")
+def _run_pjrt(s: Setup) -> Loop:
+    return timed(lambda: s.pjrt_executable.run(s.inputs))
+
+
+@path("numpy", "NumPy's own expression on the same plain arrays")
+def _numpy(s: Setup) -> Loop:
+    return timed(lambda: s.program.numpy(*s.inputs))
 
 
 @path("run_out", "cyxla Executable.run(out=), plain NumPy arrays in and out")

@@ -49,13 +49,15 @@ class Runner:
     cannot read, or does not run, keeps PJRT, and `reason` says what.
     """
 
-    #: The runner its calls take now: always "pjrt" in this version (the kernel runner is
-    #: not built yet).
+    #: The runner its calls take: "kernels" or "pjrt".
     name: str
     #: "kernels" when its compiled form qualifies for the kernel runner, "pjrt" when not.
+    #: A program that qualifies still runs on PJRT where the environment variable
+    #: CYXLA_RUNNER is "pjrt" when it is loaded, or where its objects cannot be loaded.
     would_take: str
-    #: Why, in words: what qualifies it, or the first thing that keeps it on PJRT (a
-    #: thunk kind, a symbol, a relocation, the platform, the reader's message).
+    #: Why `name` is what it is, in words: what qualifies it, the first thing that keeps it
+    #: on PJRT (a thunk kind, a symbol, a relocation, the platform, the reader's message),
+    #: or why the kernel runner it qualifies for was not taken.
     reason: str
 
 
@@ -131,8 +133,8 @@ class Executable:
         Read once, when the executable was compiled or loaded from the disk cache, from
         the plugin's serialized form; see `Runner`.
         """
-        would_take, reason = _core.runner_of(self._native)
-        return Runner(name="pjrt", would_take=would_take, reason=reason)
+        name, would_take, reason = _core.runner_of(self._native)
+        return Runner(name=name, would_take=would_take, reason=reason)
 
     @property
     def platform(self) -> str:

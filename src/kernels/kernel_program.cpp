@@ -1,0 +1,300 @@
+// The kernel program: the thunks resolved once (kernels to addresses, slices checked),
+// then run as XLA's CPU runtime runs them, one thunk after another in the calling thread.
+#include "kernels/kernel_program.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "common/checked.hpp"
+#include "common/error.hpp"
+
+namespace cyxla::kernels {
+namespace {
+
+using compiled::Slice;
+
+// The kernels' calling convention (xla/backends/cpu/runtime/kernel_c_api.h).
+struct KernelDims {
+  uint64_t x, y, z;
+};
+struct KernelArg {
+  void* data;
+  size_t size;
+};
+struct KernelCallFrame {
+  const KernelDims* num_workgroups;
+  const KernelDims* workgroup_id;
+  size_t num_args;
+  const KernelArg* args;
+};
+/// Returns null on success, or the kernel's error (opaque).
+using KernelFunction = const void* (*)(const KernelCallFrame*);
+
+/// The most arguments a kernel call takes: its frame lives on the stack.
+constexpr size_t kMaxKernelArgs = 256;
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw Error(ErrorKind::Pjrt, "cyxla's kernel runner cannot run it: " + why);
+}
+
+std::byte* at(std::byte* const* bases, const Slice& slice) noexcept {
+  return bases[slice.allocation] + slice.offset;
+}
+
+}  // namespace
+
+struct KernelStep {
+  KernelFunction function;
+  std::string name;
+  KernelDims workgroups;
+  std::vector<Slice> args;  // arguments, then results
+};
+
+struct CopyStep {
+  Slice from, to;
+};
+
+struct LoopStep;
+struct ChoiceStep;
+using Step = std::variant<KernelStep, CopyStep, std::unique_ptr<LoopStep>,
+                          std::unique_ptr<ChoiceStep>>;
+
+struct KernelProgram::Sequence {
+  std::vector<Step> steps;
+};
+
+struct LoopStep {
+  KernelProgram::Sequence condition, body;
+  std::optional<uint64_t> trip_count;
+  Slice flag;  // the condition's bool
+};
+
+struct ChoiceStep {
+  std::vector<KernelProgram::Sequence> branches;
+  Slice index;  // a bool (branch 0 when true) or an int32 (out of range: the last branch)
+};
+
+namespace {
+
+KernelProgram::Sequence resolve(const compiled::ThunkSequence& thunks, const LoadedCode& code) {
+  KernelProgram::Sequence out;
+  for (const compiled::Thunk& thunk : thunks.thunks) {
+    if (const auto* kernel = std::get_if<compiled::KernelThunk>(&thunk.body)) {
+      auto* function = reinterpret_cast<KernelFunction>(code.symbol(kernel->name));
+      if (function == nullptr) refuse("its kernel '" + kernel->name + "' was not loaded");
+      KernelStep step{function, kernel->name,
+                      {kernel->workgroups[0], kernel->workgroups[1], kernel->workgroups[2]},
+                      kernel->arguments};
+      step.args.insert(step.args.end(), kernel->results.begin(), kernel->results.end());
+      if (step.args.size() > kMaxKernelArgs) {
+        refuse("its kernel '" + kernel->name + "' takes " + std::to_string(step.args.size()) +
+               " arguments, more than " + std::to_string(kMaxKernelArgs));
+      }
+      out.steps.emplace_back(std::move(step));
+    } else if (const auto* copy = std::get_if<compiled::CopyThunk>(&thunk.body)) {
+      if (copy->source.size != copy->destination.size) {
+        refuse("its copy " + thunk.op_name + " has slices of different sizes");
+      }
+      out.steps.emplace_back(CopyStep{copy->source, copy->destination});
+    } else if (const auto* loop = std::get_if<compiled::WhileThunk>(&thunk.body)) {
+      if (loop->condition_buffer.size < 1) refuse("its loop " + thunk.op_name + " has no flag");
+      out.steps.emplace_back(std::make_unique<LoopStep>(
+          LoopStep{resolve(loop->condition, code), resolve(loop->body, code), loop->trip_count,
+                   loop->condition_buffer}));
+    } else if (const auto* choice = std::get_if<compiled::ConditionalThunk>(&thunk.body)) {
+      const uint64_t size = choice->branch_index_buffer.size;
+      if ((size != 1 && size != 4) || choice->branches.empty()) {
+        refuse("its conditional " + thunk.op_name + " has a " + std::to_string(size) +
+               "-byte index over " + std::to_string(choice->branches.size()) + " branches");
+      }
+      auto step = std::make_unique<ChoiceStep>();
+      for (const compiled::ThunkSequence& branch : choice->branches) {
+        step->branches.push_back(resolve(branch, code));
+      }
+      step->index = choice->branch_index_buffer;
+      out.steps.emplace_back(std::move(step));
+    } else {
+      refuse("its thunk '" + thunk.kind + "' is not one it runs");  // the verdict said so
+    }
+  }
+  return out;
+}
+
+void run_kernel(const KernelStep& step, std::byte* const* bases) {
+  std::array<KernelArg, kMaxKernelArgs> args;
+  for (size_t i = 0; i < step.args.size(); ++i) {
+    args[i] = {at(bases, step.args[i]), step.args[i].size};
+  }
+  KernelDims id{0, 0, 0};
+  const KernelCallFrame frame{&step.workgroups, &id, step.args.size(), args.data()};
+  // XLA's serial order: z outermost, then y, then x.
+  for (id.z = 0; id.z < step.workgroups.z; ++id.z) {
+    for (id.y = 0; id.y < step.workgroups.y; ++id.y) {
+      for (id.x = 0; id.x < step.workgroups.x; ++id.x) {
+        if (step.function(&frame) != nullptr) {
+          throw Error(ErrorKind::Pjrt, "the kernel '" + step.name + "' reported an error");
+        }
+      }
+    }
+  }
+}
+
+void run_sequence(const KernelProgram::Sequence& sequence, std::byte* const* bases);
+
+void run_step(const Step& step, std::byte* const* bases) {
+  if (const auto* kernel = std::get_if<KernelStep>(&step)) {
+    run_kernel(*kernel, bases);
+  } else if (const auto* copy = std::get_if<CopyStep>(&step)) {
+    std::memmove(at(bases, copy->to), at(bases, copy->from), copy->to.size);
+  } else if (const auto* loop = std::get_if<std::unique_ptr<LoopStep>>(&step)) {
+    const LoopStep& l = **loop;
+    if (l.trip_count) {
+      for (uint64_t i = 0; i < *l.trip_count; ++i) run_sequence(l.body, bases);
+      return;
+    }
+    for (;;) {
+      run_sequence(l.condition, bases);
+      bool more = false;
+      std::memcpy(&more, at(bases, l.flag), 1);
+      if (!more) return;
+      run_sequence(l.body, bases);
+    }
+  } else {
+    const ChoiceStep& c = *std::get<std::unique_ptr<ChoiceStep>>(step);
+    size_t branch = c.branches.size() - 1;
+    if (c.index.size == 1) {
+      bool pred = false;
+      std::memcpy(&pred, at(bases, c.index), 1);
+      branch = pred ? 0 : 1;
+    } else {
+      int32_t index = 0;
+      std::memcpy(&index, at(bases, c.index), sizeof index);
+      if (index >= 0 && static_cast<size_t>(index) < c.branches.size()) branch = index;
+    }
+    run_sequence(c.branches[std::min(branch, c.branches.size() - 1)], bases);
+  }
+}
+
+void run_sequence(const KernelProgram::Sequence& sequence, std::byte* const* bases) {
+  for (const Step& step : sequence.steps) run_step(step, bases);
+}
+
+/// `offset + size` rounded up to kRunnerAlignment: where the next allocation may start.
+size_t aligned_end(size_t offset, uint64_t size, const std::string& which) {
+  const auto end = checked_sum(offset, size);
+  const auto padded = end ? checked_sum(*end, compiled::kRunnerAlignment - 1) : std::nullopt;
+  if (!padded) refuse(which + "'s size overflows");
+  return *padded / compiled::kRunnerAlignment * compiled::kRunnerAlignment;
+}
+
+/// The bytes of the constant whose logical buffer is `assigned`, or null.
+const std::string* constant_value(const compiled::CpuExecutable& e,
+                                  const compiled::Assigned& assigned) {
+  for (const compiled::LogicalBuffer& b : e.buffers.logical_buffers) {
+    if (b.id != assigned.logical_buffer) continue;
+    const auto found = e.module.constants.find(b.instruction);
+    if (found == e.module.constants.end() || !found->second.unreadable.empty()) return nullptr;
+    return &found->second.bytes;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void KernelProgram::fill_constants(const compiled::CpuExecutable& e, size_t bytes) {
+  if (bytes == 0) return;
+  constants_.reset(static_cast<std::byte*>(std::aligned_alloc(compiled::kRunnerAlignment, bytes)));
+  if (constants_ == nullptr) throw std::bad_alloc();
+  std::memset(constants_.get(), 0, bytes);
+  for (const compiled::Allocation& a : e.buffers.allocations) {
+    if (!a.is_constant || places_[a.index].from != Place::From::Constant) continue;
+    for (const compiled::Assigned& assigned : a.assigned) {
+      const std::string* value = constant_value(e, assigned);
+      const auto end = checked_sum(assigned.offset, assigned.size);
+      if (value == nullptr || value->size() != assigned.size || !end || *end > a.size) {
+        refuse("allocation " + std::to_string(a.index) + " holds a constant it cannot fill");
+      }
+      std::memcpy(constants_.get() + places_[a.index].index + assigned.offset, value->data(),
+                  value->size());
+    }
+  }
+}
+
+KernelProgram::KernelProgram(const compiled::CompiledForm& form, const ProgramShape& shape)
+    : code_(LoadedCode::load(form)) {
+  const compiled::CpuExecutable& e = form.executable;
+  size_t constant_bytes = 0;
+  const size_t n_in = shape.input_bytes.size();
+  const size_t n_donated = shape.donated_outputs.size();
+  for (const compiled::Allocation& a : e.buffers.allocations) {
+    Place& place = places_.emplace_back();
+    const std::string which = "allocation " + std::to_string(a.index);
+    if (a.is_entry_computation_parameter) {
+      const uint64_t p = a.parameter_number;
+      if (p >= n_in + n_donated) {
+        refuse(which + " is parameter " + std::to_string(p) + " of " +
+               std::to_string(n_in + n_donated));
+      }
+      place = p < n_in ? Place{Place::From::Input, p} : Place{Place::From::Donor, p - n_in};
+      const size_t bytes =
+          p < n_in ? shape.input_bytes[p] : shape.output_bytes[shape.donated_outputs[p - n_in]];
+      if (a.size != bytes) {
+        refuse(which + " holds " + std::to_string(a.size) + " bytes of parameter " +
+               std::to_string(p) + ", which has " + std::to_string(bytes));
+      }
+      continue;
+    }
+    if (a.is_thread_local) {
+      place = {Place::From::Nowhere, 0};
+      continue;
+    }
+    size_t& used = a.is_constant ? constant_bytes : scratch_bytes_;
+    place = {a.is_constant ? Place::From::Constant : Place::From::Scratch, used};
+    used = aligned_end(used, a.size, which);
+  }
+  fill_constants(e, constant_bytes);
+
+  if (e.results.size() != shape.output_bytes.size()) {
+    refuse("it returns " + std::to_string(e.results.size()) + " outputs, the executable " +
+           std::to_string(shape.output_bytes.size()));
+  }
+  outputs_ = e.results;
+  direct_.assign(outputs_.size(), kNone);
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    const Slice& s = outputs_[j];
+    if (s.size != shape.output_bytes[j]) {
+      refuse("output " + std::to_string(j) + " lies in " + std::to_string(s.size) +
+             " bytes, and has " + std::to_string(shape.output_bytes[j]));
+    }
+    const Place& place = places_[s.allocation];
+    if (place.from == Place::From::Input || place.from == Place::From::Nowhere) {
+      refuse("output " + std::to_string(j) + " lies in an input's or a thread-local allocation");
+    }
+    bool alone = place.from == Place::From::Scratch && s.offset == 0 &&
+                 s.size == e.buffers.allocations[s.allocation].size;
+    for (size_t other = 0; other < outputs_.size(); ++other) {
+      alone = alone && (other == j || outputs_[other].allocation != s.allocation);
+    }
+    if (alone) direct_[j] = s.allocation;
+  }
+  for (size_t k = 0; k < n_donated; ++k) {
+    const Slice& s = outputs_[shape.donated_outputs[k]];
+    const Place& place = places_[s.allocation];
+    if (place.from != Place::From::Donor || place.index != k || s.offset != 0) {
+      refuse("donated output " + std::to_string(shape.donated_outputs[k]) +
+             " does not lie in its parameter");
+    }
+  }
+  steps_ = std::make_unique<const Sequence>(resolve(e.thunks, code_));
+}
+
+KernelProgram::~KernelProgram() = default;
+
+void KernelProgram::run(std::byte* const* bases) const { run_sequence(*steps_, bases); }
+
+}  // namespace cyxla::kernels

@@ -1,0 +1,324 @@
+"""The kernel runner (src/kernels/): a CPU program whose compiled form qualifies runs the
+plugin's own kernels without PJRT's executor, from `run`, bound calls and the C API's
+execute, and its outputs equal the PJRT runner's bit for bit (the same object code runs)
+and jax.jit's. CYXLA_RUNNER=pjrt keeps a program on PJRT; what does not qualify stays
+there, saying why."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cyxla as cx
+from cyxla._bench.programs import PROGRAMS
+from cyxla._lower import lowering
+
+from program_file_writer import save
+from support import (
+    OK,
+    SWEEP_FUNCTIONS,
+    all_at_once,
+    environment,
+    load_from_c,
+    run_from_c,
+    spec,
+    sweep_values,
+    table,
+)
+
+F32 = jnp.float32
+
+
+def both_runners(program: cx.Program) -> tuple[cx.Executable, cx.Executable]:
+    """`program` compiled for the default runner and for PJRT: the same compiled code (the
+    second load is the disk cache's entry of the first compile, or the same compile)."""
+    with environment(CYXLA_RUNNER="pjrt"):
+        pjrt, _ = cx.compile_program(program)
+    with environment(CYXLA_RUNNER=None):
+        default, _ = cx.compile_program(program)
+    assert pjrt.runner.name == "pjrt"
+    assert pjrt.runner.would_take == default.runner.would_take
+    return default, pjrt
+
+
+def same_bits(ours: Any, theirs: Any, where: str = "") -> None:
+    """Equal as bytes, NaN payloads and signed zeros included."""
+    ours, theirs = np.asarray(ours), np.asarray(theirs)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, where
+    assert ours.tobytes() == theirs.tobytes(), where
+
+
+def random_inputs(executable: cx.Executable, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for s in executable.inputs:
+        dtype = np.dtype(s.dtype)
+        if dtype.kind == "f":
+            arrays.append(rng.uniform(-3, 3, s.shape).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, s.shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(-9, 10, s.shape).astype(dtype))
+    return arrays
+
+
+def check_doors(default: cx.Executable, pjrt: cx.Executable, seeds: int = 3) -> None:
+    """run, run with outputs given, and a bound call of `default` equal `pjrt`'s run, bit
+    for bit, on several inputs."""
+    for seed in range(seeds):
+        inputs = random_inputs(default, seed)
+        theirs = pjrt.run(inputs)
+        for o, t in zip(default.run(inputs), theirs, strict=True):
+            same_bits(o, t, f"run, seed {seed}")
+        outputs = [np.full(s.shape, 7, s.dtype) for s in default.outputs]
+        default.run(inputs, out=outputs)
+        for o, t in zip(outputs, theirs, strict=True):
+            same_bits(o, t, f"run(out=), seed {seed}")
+        bound = default.bind(inputs)
+        bound()
+        for o, t in zip(bound.outputs, theirs, strict=True):
+            same_bits(o, t, f"bound call, seed {seed}")
+
+
+# ------------------------------------------------------------------ programs that qualify
+
+
+def _fori(x: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, 10, lambda i, v: jnp.sin(v) + i, x)
+
+
+def _while(x: jax.Array) -> jax.Array:
+    """A loop whose trip count depends on the data: its condition runs every time."""
+    return jax.lax.while_loop(lambda v: v.sum() < 100.0, lambda v: v * 1.5 + 1.0, x)
+
+
+def _cond(x: jax.Array) -> jax.Array:
+    return jax.lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x)
+
+
+def _switch(i: jax.Array, x: jax.Array) -> jax.Array:
+    return jax.lax.switch(i, [jnp.sin, jnp.cos, lambda v: v * 3.0], x)
+
+
+def _value_and_grad(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    return jax.value_and_grad(lambda v: jnp.sum(jnp.tanh(v) ** 2))(x)
+
+
+QUALIFYING: dict[str, tuple[Callable[..., Any], list[Any]]] = {
+    "fori": (_fori, [spec((5,), F32)]),
+    "while": (_while, [spec((4,), F32)]),
+    "cond": (_cond, [spec((6,), F32)]),
+    "value_and_grad": (_value_and_grad, [spec((8,), F32)]),
+    "two_outputs": (lambda x, y: (x * y, jnp.exp(x) - y), [spec((3,), F32), spec((3,), F32)]),
+    "passthrough": (lambda x, y: (y, x + 1), [spec((4,), F32), spec((5,), F32)]),
+    "identity": (lambda x: x, [spec((7,), F32)]),
+}
+
+
+@pytest.mark.parametrize("name", list(QUALIFYING))
+def test_a_qualifying_program_runs_on_kernels_bit_for_bit(name: str) -> None:
+    function, specs = QUALIFYING[name]
+    default, pjrt = both_runners(cx.lower(function, specs))
+    assert default.runner.name == "kernels", default.runner.reason
+    check_doors(default, pjrt)
+    inputs = random_inputs(default, 0)
+    for o, t in zip(default.run(inputs), jax.tree.leaves(jax.jit(function)(*inputs)), strict=True):
+        np.testing.assert_allclose(o, t, rtol=1e-6, atol=1e-6)
+
+
+def test_a_switch_takes_the_branch_its_index_names_and_clamps_the_rest() -> None:
+    default, pjrt = both_runners(cx.lower(_switch, [spec((), jnp.int32), spec((4,), F32)]))
+    assert default.runner.name == "kernels", default.runner.reason
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    for i in [-5, 0, 1, 2, 3, 99]:
+        index = np.int32(i)
+        (ours,), (theirs,) = default.run([index, x]), pjrt.run([index, x])
+        same_bits(ours, theirs, f"index {i}")
+        same_bits(ours, jax.jit(_switch)(index, x), f"index {i}")
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.key)
+def test_the_bench_programs_take_the_runner_their_verdict_allows(program: Any) -> None:
+    """Each bench program on both runners: equal bit for bit wherever it runs on kernels,
+    and a reason wherever it does not."""
+    specs = [spec(a.shape, a.dtype) for a in program.make_inputs(np.random.default_rng(0))]
+    default, pjrt = both_runners(cx.lower(program.function, specs))
+    runner = default.runner
+    assert runner.name == runner.would_take, runner.reason
+    if runner.name == "kernels":
+        check_doors(default, pjrt, seeds=2)
+    else:
+        assert runner.reason
+
+
+_SMALL_SHAPES = ((), (1,), (3,), (7,), (2, 3), (0, 3), (16,))
+
+
+def _sweep_cases() -> Iterator[Any]:
+    for name in SWEEP_FUNCTIONS:
+        for dtype in ("float32", "int32", "complex64", "bool"):
+            yield pytest.param(name, dtype, id=f"{name}-{dtype}")
+
+
+_SWEEP_RUNNERS: dict[str, str] = {}
+
+
+@pytest.mark.parametrize(("name", "dtype_name"), list(_sweep_cases()))
+def test_the_jnp_sweep_is_bit_for_bit_on_kernels(name: str, dtype_name: str) -> None:
+    """Each function of the jnp sweep on one dtype, at small shapes, as one program: where
+    it qualifies, its outputs equal the PJRT runner's bit for bit (NaN, infinities and
+    signed zeros among the inputs)."""
+    fn, arity = SWEEP_FUNCTIONS[name]
+    dtype = np.dtype(dtype_name)
+    shapes = []
+    for shape in _SMALL_SHAPES:  # the shapes jax.jit lowers it at (jnp.max: not (0, 3))
+        with contextlib.suppress(TypeError, ValueError):
+            jax.jit(fn).lower(*[sweep_values(shape, dtype, i) for i in range(arity)])
+            shapes.append(shape)
+    if not shapes:
+        pytest.skip(f"JAX does not trace {name} on {dtype_name} at any of these shapes")
+    flat = [sweep_values(s, dtype, i) for s in shapes for i in range(arity)]
+    every = all_at_once(fn, arity, len(shapes))
+    default, pjrt = both_runners(cx.lower(every, flat))
+    _SWEEP_RUNNERS[f"{name}-{dtype_name}"] = default.runner.name
+    if default.runner.name != "kernels":
+        assert default.runner.would_take == "pjrt", default.runner.reason
+        return
+    for ours, theirs in zip(default.run(flat), pjrt.run(flat), strict=True):
+        same_bits(ours, theirs, f"{name} on {dtype_name}")
+
+
+def test_most_of_the_sweep_qualifies() -> None:
+    """The sweep above, counted (in this process: run alone, it runs the sweep's cases
+    first): most small elementwise programs are kernels and copies."""
+    for name in ("sin", "add", "where", "exp", "tanh", "power"):
+        if f"{name}-float32" not in _SWEEP_RUNNERS:
+            test_the_jnp_sweep_is_bit_for_bit_on_kernels(name, "float32")
+        assert _SWEEP_RUNNERS[f"{name}-float32"] == "kernels", name
+
+
+# ------------------------------------------------------------------ memory
+
+
+def test_unaligned_inputs_and_outputs_are_staged_and_copied() -> None:
+    default, pjrt = both_runners(cx.lower(_value_and_grad, [spec((8,), F32)]))
+    raw = np.zeros(8 * 4 + 4, np.uint8)
+    x = raw[4:].view(np.float32)  # 4 bytes past an aligned start at best
+    x[...] = np.linspace(-2, 2, 8, dtype=np.float32)
+    value = np.zeros((), np.float32)
+    grad_raw = np.zeros(8 * 4 + 4, np.uint8)
+    grad = grad_raw[4:].view(np.float32)
+    default.run([x], out=[value, grad])
+    theirs = pjrt.run([x])
+    same_bits(value, theirs[0])
+    same_bits(grad, theirs[1])
+    bound = default.bind([x], [value, grad])
+    x[...] = -x
+    bound()
+    theirs = pjrt.run([x])
+    same_bits(value, theirs[0])
+    same_bits(grad, theirs[1])
+
+
+def test_outputs_written_in_place_on_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Donated outputs (here made small, so that the program qualifies) are written into
+    the caller's memory where it is aligned, and through staging where it is not."""
+    monkeypatch.setattr(lowering, "IN_PLACE_MIN_BYTES", 16)
+    program = cx.lower(lambda x: (jnp.flip(x) * 2, x.sum()), [spec((8,), F32)])
+    assert program.donated_outputs == (0,)
+    default, pjrt = both_runners(program)
+    assert default.runner.name == "kernels", default.runner.reason
+    check_doors(default, pjrt)
+    x = cx.zeros((8,), np.float32)
+    x[...] = np.arange(8)
+    raw = np.zeros(8 * 4 + 4, np.uint8)
+    unaligned = raw[4:].view(np.float32)
+    total = np.zeros((), np.float32)
+    default.run([x], out=[unaligned, total])
+    same_bits(unaligned, np.flip(x) * 2)
+
+
+def test_many_threads_run_one_executable_at_once() -> None:
+    default, pjrt = both_runners(cx.lower(_fori, [spec((5,), F32)]))
+    assert default.runner.name == "kernels"
+    inputs = [random_inputs(default, seed) for seed in range(8)]
+    expected = [pjrt.run(i)[0] for i in inputs]
+    failures: list[str] = []
+
+    def work(k: int) -> None:
+        for _ in range(200):
+            (got,) = default.run(inputs[k])
+            if got.tobytes() != expected[k].tobytes():
+                failures.append(f"thread {k}")
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+
+
+# ------------------------------------------------------------------ the C door, and choosing
+
+
+def test_the_c_loader_runs_a_saved_program_on_kernels(tmp_path: Path) -> None:
+    program = cx.lower(_value_and_grad, [spec((8,), F32)])
+    default, pjrt = both_runners(program)
+    status, handle, error = load_from_c(save(program, tmp_path / "vg.cyxla"))
+    assert status == OK, error.message
+    try:
+        x = random_inputs(default, 3)
+        for o, t in zip(run_from_c(handle, x), pjrt.run(x), strict=True):
+            assert o.tobytes() == np.asarray(t).tobytes()
+    finally:
+        table().release_program(handle)
+
+
+def test_cyxla_runner_pjrt_keeps_a_qualifying_program_on_pjrt() -> None:
+    program = cx.lower(jnp.sin, [spec((3,), F32)])
+    with environment(CYXLA_RUNNER="pjrt"):
+        executable, _ = cx.compile_program(program)
+    assert executable.runner.name == "pjrt"
+    assert executable.runner.would_take == "kernels"
+    assert executable.runner.reason == "CYXLA_RUNNER=pjrt asks for PJRT"
+
+
+def test_an_unknown_cyxla_runner_is_refused_saying_what_it_takes() -> None:
+    program = cx.lower(jnp.cos, [spec((3,), F32)])
+    with environment(CYXLA_RUNNER="kernel"), pytest.raises(cx.InvalidArgumentError) as raised:
+        cx.compile_program(program)
+    assert str(raised.value) == (
+        "CYXLA_RUNNER is 'kernel'; it takes 'auto' (the kernel runner where a program "
+        "qualifies, the default) or 'pjrt'"
+    )
+
+
+def test_a_program_that_does_not_qualify_says_why_and_runs_on_pjrt() -> None:
+    executable, _ = cx.compile_program(cx.lower(jnp.sort, [spec((16,), F32)]))
+    assert executable.runner.name == executable.runner.would_take == "pjrt"
+    assert "'sort' thunk" in executable.runner.reason
+
+
+def test_batches_run_their_points_on_kernels_bit_for_bit() -> None:
+    """A batched program's executables load like any other: each batch size that
+    qualifies runs on kernels, points padded or split as before."""
+    program = cx.lower_batched(_value_and_grad, [spec((8,), F32)], (16, 256))
+    with environment(CYXLA_RUNNER="pjrt"):
+        pjrt, _ = cx.compile_batched(program)
+    default, _ = cx.compile_batched(program)
+    assert [e.runner.name for e in default.executables] == ["kernels", "kernels"]
+    rng = np.random.default_rng(5)
+    for points in (5, 16, 300):
+        x = rng.uniform(-2, 2, (points, 8)).astype(np.float32)
+        for ours, theirs in zip(default.run([x]), pjrt.run([x]), strict=True):
+            same_bits(ours, theirs, f"{points} points")
