@@ -41,12 +41,13 @@ class CompileStatistics:
 class Runner:
     """Which runner an executable's calls go through, and which it would take.
 
-    cyxla can run some CPU programs without PJRT's executor, by calling the plugin's own
-    compiled kernels itself (the same object code, so the same numbers), when the
-    compiled form is a sequence it can run: kernels and copies (loops and conditionals of
-    them), over objects that need nothing but libc, libm and compiler-runtime functions.
-    The verdict is read from the executable as the plugin compiled it; anything cyxla
-    cannot read, or does not run, keeps PJRT, and `reason` says what.
+    cyxla runs a CPU program without PJRT's executor, calling the plugin's own compiled
+    kernels itself (the same object code, so the same numbers, bit for bit), when the
+    compiled form is a sequence it can run: single-workgroup kernels and copies (loops
+    and conditionals of them), over objects that need nothing but libc, libm and
+    compiler-runtime functions. The verdict is read from the executable as the plugin
+    compiled it; anything cyxla cannot read, or does not run, keeps PJRT, and `reason`
+    says what (docs/performance.md, "Which runner a call takes").
     """
 
     #: The runner its calls take: "kernels" or "pjrt".
