@@ -4,6 +4,7 @@ functions and jax.jit; the programs it refuses, the callable's lifetime, threads
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import threading
 import warnings
@@ -272,6 +273,79 @@ def test_threads_share_one_callable(quad64: cx.Executable) -> None:
         thread.join()
     assert len(results) == 80
     assert results == pytest.approx([expected] * 80, rel=1e-12)
+
+
+def _pointer(capsule: object, name: bytes) -> int:
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return get(capsule, name)
+
+
+QUAD = ctypes.CFUNCTYPE(
+    ctypes.c_double, ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_void_p
+)
+NDIMAGE = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(ctypes.c_double),
+    ctypes.c_ssize_t,
+    ctypes.POINTER(ctypes.c_double),
+    ctypes.c_void_p,
+)
+
+
+def test_the_c_functions_called_directly(quad64: cx.Executable) -> None:
+    """The trampolines as SciPy calls them: a value, NaN or 0 for another n, and the
+    result left alone on failure."""
+    callable_ = quad64.low_level_callable("quad")
+    quad = QUAD(_pointer(callable_.function, b"double (int, double *, void *)"))
+    user_data = _pointer(callable_.user_data, b"cyxla.ScalarCall")
+    x = (ctypes.c_double * 2)(0.5, 7.0)
+    assert quad(1, x, user_data) == pytest.approx(python_integrand(0.5), rel=1e-14)
+    assert np.isnan(quad(2, x, user_data))
+    assert np.isnan(quad(0, x, user_data))
+
+    executable = compiled(weighted_max, (9,), np.float64)
+    callable_ = executable.low_level_callable("ndimage")
+    function = NDIMAGE(_pointer(callable_.function, b"int (double *, intptr_t, double *, void *)"))
+    user_data = _pointer(callable_.user_data, b"cyxla.ScalarCall")
+    values = np.arange(9.0)
+    buffer = values.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+    result = ctypes.c_double(-1.0)
+    assert function(buffer, 9, ctypes.byref(result), user_data) == 1
+    assert result.value == np.max(values * WEIGHTS)
+    result.value = -1.0
+    assert function(buffer, 8, ctypes.byref(result), user_data) == 0
+    assert result.value == -1.0
+
+
+def slow_square(x: jax.Array) -> jax.Array:
+    """x[0] squared after some 100 microseconds of work, so that calls overlap."""
+    y = jax.lax.fori_loop(0, 20_000, lambda i, v: jnp.sin(v) + x[0], x[0])
+    return y * 0 + x[0] ** 2
+
+
+def test_threads_without_the_gil_wait_for_each_other() -> None:
+    """ctypes releases the GIL around a C call, so these evaluations do meet in the
+    trampoline: each thread gets the value of its own point on every call."""
+    executable = compiled(slow_square, (1,), np.float64)
+    callable_ = executable.low_level_callable("quad")
+    quad = QUAD(_pointer(callable_.function, b"double (int, double *, void *)"))
+    user_data = _pointer(callable_.user_data, b"cyxla.ScalarCall")
+    wrong: list[tuple[float, float]] = []
+
+    def evaluate(t: float) -> None:
+        x = (ctypes.c_double * 1)(t)
+        for _ in range(100):
+            got = quad(1, x, user_data)
+            if got != t * t:
+                wrong.append((t, got))
+
+    threads = [threading.Thread(target=evaluate, args=(k + 1.0,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong
 
 
 def test_importing_cyxla_imports_no_scipy() -> None:
