@@ -162,6 +162,24 @@ def test_refused_executions_do_not_leak(executable: cx.Executable) -> None:
     assert grew < EXECUTE_BUDGET
 
 
+def test_low_level_callables_do_not_leak() -> None:
+    """Executable.low_level_callable: a callable, with its bound call and memory, is freed
+    with its capsule. The control: the callables kept alive grow the heap past the budget
+    that those dropped must stay under."""
+    scalar = cx.compile_program(
+        cx.lower(lambda x: jnp.sum(x * x), [jax.ShapeDtypeStruct((9,), jnp.float32)])
+    )[0]
+    count = 2000
+    for _ in range(100):
+        scalar.low_level_callable("ndimage")
+    kept: list[object] = []
+    grew = growth(lambda: kept.extend(scalar.low_level_callable("ndimage") for _ in range(count)))
+    assert grew > 2 * EXECUTE_BUDGET, f"a callable takes {grew / count} bytes"
+    kept.clear()
+    grew = growth(lambda: [scalar.low_level_callable("ndimage") for _ in range(count)])
+    assert grew < EXECUTE_BUDGET, f"{grew} bytes more in use after {count} callables"
+
+
 @pytest.fixture(scope="module")
 def small_program() -> cx.Program:
     return cx.lower(lambda x: jnp.tanh(x) @ x.T + 1, [jax.ShapeDtypeStruct((8, 8), jnp.float32)])

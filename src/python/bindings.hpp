@@ -23,6 +23,8 @@ void bind_runtime(nanobind::module_& m);
 void bind_compiled(nanobind::module_& m);
 /// The per-call objects of run and bind: _CachedRun, BoundCall and run's output memory.
 void bind_calls(nanobind::module_& m);
+/// SciPy's C callbacks over a bound call, for Executable.low_level_callable.
+void bind_low_level(nanobind::module_& m);
 /// The C API's function table, its versions and NativeHandle (include/cyxla/cyxla.h).
 void bind_native_api(nanobind::module_& m);
 

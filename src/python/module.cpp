@@ -21,6 +21,7 @@ NB_MODULE(_core, m) {
   bind_runtime(m);
   bind_compiled(m);
   bind_calls(m);
+  bind_low_level(m);
   bind_native_api(m);
 #ifdef CYXLA_TESTING
   bind_testing(m);

@@ -7,13 +7,14 @@ import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from cyxla import _core
-from cyxla._errors import DtypeError, InvalidArgumentError
+from cyxla._errors import DtypeError, InvalidArgumentError, UnsupportedProgramError
 from cyxla._ffi import checks
+from cyxla._ffi.callbacks import PYTHON_CALLBACK_TARGET
 from cyxla._program.program import Program, TensorSpec, encode_specs
 from cyxla._run import backend
 from cyxla._run.bound import BoundCall
@@ -257,6 +258,74 @@ class Executable:
             self._native, (self.inputs, self.outputs), inputs, outputs, self.program.name
         )
 
+    def low_level_callable(self, kind: Literal["quad", "ndimage"]) -> Any:
+        """The program as a `scipy.LowLevelCallable`: SciPy calls it from C, with no Python
+        per evaluation.
+
+        The program takes one 1-D float32 or float64 array `x` of shape (n,) and returns
+        one float32 or float64 scalar (shape ()). Each evaluation copies SciPy's doubles
+        into `x` (rounding them for float32), runs the program through a bound call, and
+        returns the scalar as a double.
+
+        - "quad": `double f(int n, double *x, void *user_data)`, the integrand of
+          `scipy.integrate.quad`, `dblquad`, `tplquad` and `nquad`. `x` holds the
+          integration variables, then the values of quad's `args`: n is the number of
+          variables plus `len(args)` (1 for a plain `quad`). An evaluation that cannot
+          run (another n) returns NaN, which quad reports as a warning or a NaN result.
+        - "ndimage": `int f(double *buffer, intptr_t filter_size, double *result,
+          void *user_data)`, the function of `scipy.ndimage.generic_filter`. `x` holds the
+          values under the footprint, so n is the footprint's number of True elements
+          (the product of `size`); another filter size makes SciPy raise RuntimeError.
+
+        The callable owns the bound call and its memory and holds the compiled program:
+        it stays valid after this executable is gone. Evaluations from several threads
+        wait for each other; none takes the GIL. It is not a Python function and SciPy
+        accepts it only where it accepts a LowLevelCallable of that signature.
+
+        Args:
+            kind: "quad" or "ndimage", the signature to give.
+
+        Returns:
+            A `scipy.LowLevelCallable` (SciPy is imported here, not when cyxla is).
+
+        Raises:
+            InvalidArgumentError: the program's inputs or outputs do not fit (naming what
+                was expected and what the program has), or `kind` is neither.
+            UnsupportedProgramError: the program calls back into Python, which would take
+                the GIL inside SciPy's C loop.
+            ImportError: SciPy is not installed.
+        """
+        if kind not in ("quad", "ndimage"):
+            raise InvalidArgumentError(
+                f"low_level_callable: kind must be 'quad' or 'ndimage', given {kind!r}"
+            )
+        where = f"low_level_callable({kind!r}): {self.program.name}"
+        if PYTHON_CALLBACK_TARGET in self.program.custom_calls:
+            raise UnsupportedProgramError(
+                f"{where} calls back into Python "
+                f"({', '.join(self.program.callbacks) or 'a Python function'}), "
+                "which would take the GIL in every evaluation of SciPy's C loop; lower the "
+                "function without host callbacks"
+            )
+        role = "the integration variables" if kind == "quad" else "the footprint's values"
+        ins, outs = self.inputs, self.outputs
+        if len(ins) != 1 or len(ins[0].shape) != 1 or ins[0].dtype.name not in _REAL:
+            raise InvalidArgumentError(
+                f"{where}: expected one input, a 1-D float32 or float64 array of {role} "
+                f"(shape (n,)), given ({', '.join(map(str, ins))})"
+            )
+        if ins[0].shape[0] == 0:
+            raise InvalidArgumentError(f"{where}: expected n >= 1 values, given {ins[0]}")
+        if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.name not in _REAL:
+            raise InvalidArgumentError(
+                f"{where}: expected one output, a float32 or float64 scalar (shape ()), "
+                f"given ({', '.join(map(str, outs))})"
+            )
+        import scipy  # only here: cyxla imports no SciPy of its own
+
+        function, user_data = _core._low_level_callable(self._native, kind)
+        return scipy.LowLevelCallable(function, user_data)
+
     def _start_variant_compile(self) -> None:
         """Compiles, in a thread of its own, the variant of the program that reads the
         last call's large unaligned inputs where they are, and hands it to the core; calls
@@ -324,6 +393,8 @@ _ASKS_FOR_VARIANT = _core._CachedRun.RAN_ASKING_FOR_VARIANT
 #: large afresh and unmaps them when freed, so that every call would page-fault through
 #: new memory, and NumPy's are not aligned for the CPU plugin to read or write in place.
 _RECYCLED_BYTES = 1 << 17
+#: The dtypes a low-level callable's program reads and writes (Executable.low_level_callable).
+_REAL = ("float32", "float64")
 
 
 def _new_array(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
