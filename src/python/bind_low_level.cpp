@@ -127,7 +127,8 @@ int ndimage_callback(double* buffer, std::intptr_t filter_size, double* return_v
                                                                                           : 0;
 }
 
-void destroy(void* call) noexcept { delete static_cast<ScalarCall*>(call); }
+/// The capsule's destructor: the ScalarCall it owns, released.
+void destroy(void* call) noexcept { std::unique_ptr<ScalarCall>{static_cast<ScalarCall*>(call)}; }
 
 }  // namespace
 
