@@ -108,6 +108,31 @@ def _switch(i: jax.Array, x: jax.Array) -> jax.Array:
     return jax.lax.switch(i, [jnp.sin, jnp.cos, lambda v: v * 3.0], x)
 
 
+def _dynamic_update(x: jax.Array) -> jax.Array:
+    """A loop of dynamic slices and updates, ended by a counter or by the data."""
+
+    def body(c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        i, v = c
+        return i + 1, jax.lax.dynamic_update_slice(
+            v, jnp.sin(jax.lax.dynamic_slice(v, (i,), (1,))) * 2, (i,)
+        )
+
+    return jax.lax.while_loop(lambda c: (c[0] < 6) & (c[1].sum() < 1e6), body, (0, x))[1]
+
+
+def _scan(x: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, y: (c * 0.5 + jnp.sin(y), c.sum()), x[0], x)[1]
+
+
+def _nested(x: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(
+        0,
+        3,
+        lambda i, v: jax.lax.while_loop(lambda u: u.sum() < 10.0 * (i + 1), lambda u: u + 1.0, v),
+        x,
+    )
+
+
 def _value_and_grad(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jax.value_and_grad(lambda v: jnp.sum(jnp.tanh(v) ** 2))(x)
 
@@ -115,6 +140,9 @@ def _value_and_grad(x: jax.Array) -> tuple[jax.Array, jax.Array]:
 QUALIFYING: dict[str, tuple[Callable[..., Any], list[Any]]] = {
     "fori": (_fori, [spec((5,), F32)]),
     "while": (_while, [spec((4,), F32)]),
+    "dynamic_update": (_dynamic_update, [spec((8,), F32)]),
+    "scan": (_scan, [spec((6, 4), F32)]),
+    "nested": (_nested, [spec((4,), F32)]),
     "cond": (_cond, [spec((6,), F32)]),
     "value_and_grad": (_value_and_grad, [spec((8,), F32)]),
     "two_outputs": (lambda x, y: (x * y, jnp.exp(x) - y), [spec((3,), F32), spec((3,), F32)]),
