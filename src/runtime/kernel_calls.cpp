@@ -1,13 +1,9 @@
 // The kernel runner's side of an executable: building its program once, laying out a
 // call's memory (the caller's where it can be, staging and scratch where it must), and
 // reading the outputs back. execute() and BoundCall share these.
-#include <cstdlib>
-#include <string_view>
-
 #include "common/error.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/host_memory.hpp"
-#include "runtime/runtime.hpp"
 #include "runtime/shared_copy.hpp"
 #include "runtime/small_array.hpp"
 
