@@ -150,7 +150,8 @@ void run_step(const Step& step, std::byte* const* bases) {
   if (const auto* kernel = std::get_if<KernelStep>(&step)) {
     run_kernel(*kernel, bases);
   } else if (const auto* copy = std::get_if<CopyStep>(&step)) {
-    std::memmove(at(bases, copy->to), at(bases, copy->from), copy->to.size);
+    // An empty array's memory may be null, which memmove may not be given even for 0 bytes.
+    if (copy->to.size != 0) std::memmove(at(bases, copy->to), at(bases, copy->from), copy->to.size);
   } else if (const auto* loop = std::get_if<std::unique_ptr<LoopStep>>(&step)) {
     const LoopStep& l = **loop;
     if (l.trip_count) {
