@@ -224,9 +224,9 @@ def test_the_jnp_sweep_is_bit_for_bit_on_kernels(name: str, dtype_name: str) -> 
         same_bits(ours, theirs, f"{name} on {dtype_name}")
 
 
-def test_most_of_the_sweep_qualifies() -> None:
-    """The sweep above, counted (in this process: run alone, it runs the sweep's cases
-    first): most small elementwise programs are kernels and copies."""
+def test_common_elementwise_programs_qualify() -> None:
+    """Six common functions of the sweep run on kernels, not on PJRT: each is run here
+    unless this test process ran it already (the sanitizers' job runs only these)."""
     for name in ("sin", "add", "where", "exp", "tanh", "power"):
         if f"{name}-float32" not in _SWEEP_RUNNERS:
             test_the_jnp_sweep_is_bit_for_bit_on_kernels(name, "float32")
