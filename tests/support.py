@@ -329,6 +329,23 @@ def environment(**values: str | None) -> Iterator[None]:
                 os.environ[name] = value
 
 
+def bench_specs(program: Any) -> list[jax.ShapeDtypeStruct]:
+    """The input specs of a bench program (cyxla._bench.programs.BenchProgram)."""
+    return [spec(a.shape, a.dtype) for a in program.make_inputs(np.random.default_rng(0))]
+
+
+def fresh_compile(
+    function: Callable[..., Any], specs: Sequence[Any], runner: str | None = None
+) -> tuple[cx.Executable, bytes]:
+    """`function` compiled without the disk cache (for `runner`, the CYXLA_RUNNER value,
+    when given) and its serialized form, objects and all: one the plugin deserialized from
+    the disk cache would serialize without them."""
+    with environment(CYXLA_CACHE_DIR="0", CYXLA_RUNNER=runner):
+        executable, statistics = cx.compile_program(cx.lower(function, specs))
+    assert not statistics.cache_hit
+    return executable, executable._native.serialize()
+
+
 @contextlib.contextmanager
 def x64_mode(enabled: bool) -> Iterator[None]:
     """jax_enable_x64 set to `enabled` inside the block, restored after it."""

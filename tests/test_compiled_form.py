@@ -16,7 +16,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from google.protobuf import empty_pb2
 from google.protobuf.message import DecodeError
@@ -27,19 +26,13 @@ from cyxla import _core
 from cyxla._bench.programs import PROGRAMS
 from cyxla._errors import PjrtError
 
-from support import environment, hooks, spec
+from support import bench_specs, fresh_compile, hooks, spec
 
 F32 = jnp.float32
 
 #: name -> (function, input specs): the programs read below.
 CASES: dict[str, tuple[Callable[..., Any], list[Any]]] = {
-    **{
-        p.key: (
-            p.function,
-            [spec(a.shape, a.dtype) for a in p.make_inputs(np.random.default_rng(0))],
-        )
-        for p in PROGRAMS
-    },
+    **{p.key: (p.function, bench_specs(p)) for p in PROGRAMS},
     "tanh_sum": (lambda x, w: jnp.tanh(x @ w).sum(), [spec((8, 16), F32), spec((16, 16), F32)]),
     "sort": (jnp.sort, [spec((16,), F32)]),
     "fori": (lambda x: jax.lax.fori_loop(0, 10, lambda i, v: jnp.sin(v), x), [spec((4,), F32)]),
@@ -64,13 +57,8 @@ VERDICTS = {
 
 @functools.cache
 def compiled(name: str) -> tuple[cx.Executable, bytes]:
-    """A fresh compile of CASES[name] and its serialized form, objects and all (one the
-    plugin deserialized from the disk cache would serialize without them)."""
-    function, specs = CASES[name]
-    with environment(CYXLA_CACHE_DIR="0"):
-        executable, statistics = cx.compile_program(cx.lower(function, specs))
-    assert not statistics.cache_hit
-    return executable, executable._native.serialize()
+    """A fresh compile of CASES[name] and its serialized form (support.fresh_compile)."""
+    return fresh_compile(*CASES[name])
 
 
 def details(name: str) -> dict[str, Any]:

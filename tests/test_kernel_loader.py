@@ -28,7 +28,7 @@ import cyxla as cx
 from cyxla._bench.programs import PROGRAMS
 from cyxla._errors import PjrtError
 
-from support import NATIVE_SOURCES, environment, hooks, spec
+from support import NATIVE_SOURCES, bench_specs, fresh_compile, hooks, spec
 
 pytestmark = pytest.mark.skipif(
     not (sys.platform.startswith("linux") and platform.machine() == "x86_64"),
@@ -39,14 +39,7 @@ F32 = jnp.float32
 
 #: name -> (function, input specs): programs whose thunks are all kernels (or copies).
 CASES: dict[str, tuple[Callable[..., Any], list[Any]]] = {
-    **{
-        p.key: (
-            p.function,
-            [spec(a.shape, a.dtype) for a in p.make_inputs(np.random.default_rng(0))],
-        )
-        for p in PROGRAMS
-        if p.key in ("sin3", "mlp64", "ew1m")
-    },
+    **{p.key: (p.function, bench_specs(p)) for p in PROGRAMS if p.key in ("sin3", "mlp64", "ew1m")},
     # expf is inlined; powf is called in libm.
     "exp_pow": (lambda x, y: jnp.exp(x) + jnp.abs(x) ** y, [spec((64,), F32), spec((64,), F32)]),
     "atan2_fmod": (
@@ -70,11 +63,7 @@ NEEDS = {
 def compiled(name: str) -> tuple[cx.Executable, bytes]:
     """A fresh compile of CASES[name] kept on PJRT (the oracle), and its serialized form,
     objects and all."""
-    function, specs = CASES[name]
-    with environment(CYXLA_CACHE_DIR="0", CYXLA_RUNNER="pjrt"):
-        executable, statistics = cx.compile_program(cx.lower(function, specs))
-    assert not statistics.cache_hit
-    return executable, executable._native.serialize()
+    return fresh_compile(*CASES[name], runner="pjrt")
 
 
 def _inputs(name: str, seed: int) -> list[np.ndarray]:

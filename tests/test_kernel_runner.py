@@ -26,6 +26,7 @@ from support import (
     OK,
     SWEEP_FUNCTIONS,
     all_at_once,
+    bench_specs,
     environment,
     load_from_c,
     run_from_c,
@@ -177,8 +178,7 @@ def test_a_switch_takes_the_branch_its_index_names_and_clamps_the_rest() -> None
 def test_the_bench_programs_take_the_runner_their_verdict_allows(program: Any) -> None:
     """Each bench program on both runners: equal bit for bit wherever it runs on kernels,
     and a reason wherever it does not."""
-    specs = [spec(a.shape, a.dtype) for a in program.make_inputs(np.random.default_rng(0))]
-    default, pjrt = both_runners(cx.lower(program.function, specs))
+    default, pjrt = both_runners(cx.lower(program.function, bench_specs(program)))
     runner = default.runner
     assert runner.name == runner.would_take, runner.reason
     if runner.name == "kernels":

@@ -189,4 +189,13 @@ CpuExecutable read_cpu_executable(std::string_view serialized) {
   return out;
 }
 
+const ConstantBytes* constant_of(const CpuExecutable& e, uint64_t logical_buffer) noexcept {
+  for (const LogicalBuffer& b : e.buffers.logical_buffers) {
+    if (b.id != logical_buffer) continue;
+    const auto found = e.module.constants.find(b.instruction);
+    return found == e.module.constants.end() ? nullptr : &found->second;
+  }
+  return nullptr;
+}
+
 }  // namespace cyxla::compiled

@@ -63,4 +63,8 @@ struct CpuExecutable {
 /// field and byte offset of what it could not read.
 CpuExecutable read_cpu_executable(std::string_view serialized);
 
+/// The value of the constant instruction that defines logical buffer `logical_buffer` of
+/// `e`, or null when no constant instruction of its module does.
+const ConstantBytes* constant_of(const CpuExecutable& e, uint64_t logical_buffer) noexcept;
+
 }  // namespace cyxla::compiled

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <set>
 
-#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/utf8.hpp"
 #include "compiled/host_symbols.hpp"
@@ -36,26 +35,6 @@ const Thunk* first_unrunnable(const ThunkSequence& sequence) {
     return &thunk;
   }
   return nullptr;
-}
-
-/// Why the logical buffer `assigned` to the constant allocation `a` cannot be filled from
-/// the HLO module's constants; empty when it can.
-std::string constant_stop(const CpuExecutable& e, const Allocation& a, const Assigned& assigned) {
-  const auto end = checked_sum(assigned.offset, assigned.size);
-  if (!end || *end > a.size) return "runs past the allocation";
-  for (const LogicalBuffer& b : e.buffers.logical_buffers) {
-    if (b.id != assigned.logical_buffer) continue;
-    const auto found = e.module.constants.find(b.instruction);
-    if (found == e.module.constants.end()) return "is no constant instruction of its module";
-    const ConstantBytes& constant = found->second;
-    if (!constant.unreadable.empty()) return "cyxla cannot read: " + constant.unreadable;
-    if (constant.bytes.size() != assigned.size) {
-      return "has " + std::to_string(constant.bytes.size()) + " bytes in its module, and " +
-             std::to_string(assigned.size) + " in its allocation";
-    }
-    return "";
-  }
-  return "is no logical buffer of its buffer assignment";
 }
 
 /// The first thing about `e`'s thunks and allocations that the kernel runner cannot lay
@@ -111,10 +90,16 @@ std::string first_layout_stop(const CpuExecutable& e) {
     if (a.assigned.size() != 1 || a.assigned[0].offset != 0 || a.assigned[0].size != a.size) {
       return which + " holds a constant with other values or room besides";
     }
-    for (const Assigned& assigned : a.assigned) {
-      if (std::string why = constant_stop(e, a, assigned); !why.empty()) {
-        return which + " holds a constant that " + why;
-      }
+    const ConstantBytes* constant = constant_of(e, a.assigned[0].logical_buffer);
+    if (constant == nullptr) {
+      return which + " is a constant that no constant instruction of its module defines";
+    }
+    if (!constant->unreadable.empty()) {
+      return which + " holds a constant that cyxla cannot read: " + constant->unreadable;
+    }
+    if (constant->bytes.size() != a.size) {
+      return which + " holds a constant of " + std::to_string(constant->bytes.size()) +
+             " bytes in its module, and of " + std::to_string(a.size) + " in its allocation";
     }
   }
   if (e.results.empty()) return "its HLO module does not say where its outputs lie";

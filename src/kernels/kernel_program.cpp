@@ -12,28 +12,12 @@
 
 #include "common/checked.hpp"
 #include "common/error.hpp"
+#include "kernels/kernel_call.hpp"
 
 namespace cyxla::kernels {
 namespace {
 
 using compiled::Slice;
-
-// The kernels' calling convention (xla/backends/cpu/runtime/kernel_c_api.h).
-struct KernelDims {
-  uint64_t x, y, z;
-};
-struct KernelArg {
-  void* data;
-  size_t size;
-};
-struct KernelCallFrame {
-  const KernelDims* num_workgroups;
-  const KernelDims* workgroup_id;
-  size_t num_args;
-  const KernelArg* args;
-};
-/// Returns null on success, or the kernel's error (opaque).
-using KernelFunction = const void* (*)(const KernelCallFrame*);
 
 /// The most arguments a kernel call takes: its frame lives on the stack.
 constexpr size_t kMaxKernelArgs = 256;
@@ -130,17 +114,8 @@ void run_kernel(const KernelStep& step, std::byte* const* bases) {
   for (size_t i = 0; i < step.args.size(); ++i) {
     args[i] = {at(bases, step.args[i]), step.args[i].size};
   }
-  KernelDims id{0, 0, 0};
-  const KernelCallFrame frame{&step.workgroups, &id, step.args.size(), args.data()};
-  // XLA's serial order: z outermost, then y, then x.
-  for (id.z = 0; id.z < step.workgroups.z; ++id.z) {
-    for (id.y = 0; id.y < step.workgroups.y; ++id.y) {
-      for (id.x = 0; id.x < step.workgroups.x; ++id.x) {
-        if (step.function(&frame) != nullptr) {
-          throw Error(ErrorKind::Pjrt, "the kernel '" + step.name + "' reported an error");
-        }
-      }
-    }
+  if (!call_over_workgroups(step.function, step.workgroups, args.data(), step.args.size())) {
+    throw Error(ErrorKind::Pjrt, "the kernel '" + step.name + "' reported an error");
   }
 }
 
@@ -193,18 +168,6 @@ size_t aligned_end(size_t offset, uint64_t size, const std::string& which) {
   return *padded / compiled::kRunnerAlignment * compiled::kRunnerAlignment;
 }
 
-/// The bytes of the constant whose logical buffer is `assigned`, or null.
-const std::string* constant_value(const compiled::CpuExecutable& e,
-                                  const compiled::Assigned& assigned) {
-  for (const compiled::LogicalBuffer& b : e.buffers.logical_buffers) {
-    if (b.id != assigned.logical_buffer) continue;
-    const auto found = e.module.constants.find(b.instruction);
-    if (found == e.module.constants.end() || !found->second.unreadable.empty()) return nullptr;
-    return &found->second.bytes;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 void KernelProgram::fill_constants(const compiled::CpuExecutable& e, size_t bytes) {
@@ -214,15 +177,13 @@ void KernelProgram::fill_constants(const compiled::CpuExecutable& e, size_t byte
   std::memset(constants_.get(), 0, bytes);
   for (const compiled::Allocation& a : e.buffers.allocations) {
     if (!a.is_constant || places_[a.index].from != Place::From::Constant) continue;
-    for (const compiled::Assigned& assigned : a.assigned) {
-      const std::string* value = constant_value(e, assigned);
-      const auto end = checked_sum(assigned.offset, assigned.size);
-      if (value == nullptr || value->size() != assigned.size || !end || *end > a.size) {
-        refuse("allocation " + std::to_string(a.index) + " holds a constant it cannot fill");
-      }
-      std::memcpy(constants_.get() + places_[a.index].index + assigned.offset, value->data(),
-                  value->size());
+    // One value filling the allocation, as the verdict required.
+    const compiled::ConstantBytes* constant =
+        a.assigned.size() == 1 ? compiled::constant_of(e, a.assigned[0].logical_buffer) : nullptr;
+    if (constant == nullptr || !constant->unreadable.empty() || constant->bytes.size() != a.size) {
+      refuse("allocation " + std::to_string(a.index) + " holds a constant it cannot fill");
     }
+    std::memcpy(constants_.get() + places_[a.index].index, constant->bytes.data(), a.size);
   }
 }
 

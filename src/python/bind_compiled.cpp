@@ -24,6 +24,7 @@
 #include "common/utf8.hpp"
 #include "compiled/protobuf_wire.hpp"
 #include "compiled/runner_verdict.hpp"
+#include "kernels/kernel_call.hpp"
 #include "kernels/loaded_code.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/host_memory.hpp"
@@ -119,20 +120,6 @@ nb::dict elf(const ElfObject& object) {
   return d;
 }
 
-// XLA's kernel call frame (xla/backends/cpu/runtime/kernel_c_api.h), declared here: the
-// kernels take nothing else.
-struct KernelArg {
-  void* data;
-  size_t size;
-};
-struct KernelCallFrame {
-  const uint64_t* num_workgroups;  // x, y, z
-  const uint64_t* workgroup_id;    // x, y, z
-  size_t num_args;
-  const KernelArg* args;
-};
-using Kernel = void* (*)(const KernelCallFrame*);
-
 /// A writable, C-contiguous buffer of a Python object, copied into 64-byte-aligned
 /// memory (what the kernels assume) and back.
 class AlignedCopy {
@@ -156,7 +143,7 @@ class AlignedCopy {
     if (held_) PyBuffer_Release(&view_);
   }
 
-  KernelArg argument() const noexcept { return {copy_.get(), size_}; }
+  kernels::KernelArg argument() const noexcept { return {copy_.get(), size_}; }
   void copy_back() const noexcept { std::memcpy(view_.buf, copy_.get(), size_); }
 
  private:
@@ -174,30 +161,23 @@ void call_kernel(nb::bytes serialized, const std::string& name, nb::list argumen
                  std::array<uint64_t, 3> workgroups) {
   const CompiledForm form = read_compiled_form(view_of(serialized));
   const kernels::LoadedCode code = kernels::LoadedCode::load(form);
-  const auto kernel = reinterpret_cast<Kernel>(code.symbol(name));
+  const auto kernel = reinterpret_cast<kernels::KernelFunction>(code.symbol(name));
   if (kernel == nullptr) {
     throw Error(ErrorKind::Pjrt, "no object defines the kernel '" + name + "'");
   }
   std::vector<std::unique_ptr<AlignedCopy>> copies;
-  std::vector<KernelArg> args;
+  std::vector<kernels::KernelArg> args;
   for (size_t i = 0; i < nb::len(arguments); ++i) {
     copies.push_back(std::make_unique<AlignedCopy>(arguments[i], i));
     args.push_back(copies.back()->argument());
   }
-  void* failed = nullptr;
+  bool called = false;
   {
     nb::gil_scoped_release released;
-    std::array<uint64_t, 3> id{};
-    for (id[2] = 0; id[2] < workgroups[2] && !failed; ++id[2]) {
-      for (id[1] = 0; id[1] < workgroups[1] && !failed; ++id[1]) {
-        for (id[0] = 0; id[0] < workgroups[0] && !failed; ++id[0]) {
-          const KernelCallFrame frame{workgroups.data(), id.data(), args.size(), args.data()};
-          failed = kernel(&frame);
-        }
-      }
-    }
+    called = kernels::call_over_workgroups(
+        kernel, {workgroups[0], workgroups[1], workgroups[2]}, args.data(), args.size());
   }
-  if (failed != nullptr) throw Error(ErrorKind::Pjrt, "the kernel '" + name + "' failed");
+  if (!called) throw Error(ErrorKind::Pjrt, "the kernel '" + name + "' failed");
   for (const auto& copy : copies) copy->copy_back();
 }
 #endif
