@@ -172,6 +172,12 @@ def test_a_switch_takes_the_branch_its_index_names_and_clamps_the_rest() -> None
         (ours,), (theirs,) = default.run([index, x]), pjrt.run([index, x])
         same_bits(ours, theirs, f"index {i}")
         same_bits(ours, jax.jit(_switch)(index, x), f"index {i}")
+    # A bound call resolves the index's address once and reads what it holds at each call.
+    with default.bind([np.zeros((), np.int32), x]) as bound:
+        for i in [2, -5, 1, 99, 0]:
+            bound.inputs[0][...] = i
+            (ours,) = bound()
+            same_bits(ours, jax.jit(_switch)(np.int32(i), x), f"bound, index {i}")
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.key)

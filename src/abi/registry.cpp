@@ -11,7 +11,7 @@ namespace cyxla::abi {
 
 struct Registry::Slot {
   std::atomic<uint32_t> generation{1};
-  std::atomic<uint32_t> in_flight{0};
+  std::atomic<uint64_t> in_flight{0};  // Registry::kLook per use, 1 per call
   std::atomic<const Entry*> live{nullptr};
   uint32_t references = 0;      // guarded by the registry's mutex
   // Guarded by the mutex too, except while the release() that dropped the last reference
@@ -150,25 +150,26 @@ bool Registry::release(uint64_t handle) noexcept {
   return true;
 }
 
-Registry::Use Registry::use(uint64_t handle) noexcept {
+Registry::Use Registry::use(uint64_t handle, uint64_t weight) noexcept {
   if (handle == 0) return {};
   Slot* s = slot(index_of(handle));
   const uint32_t generation = generation_of(handle);
   if (s == nullptr || s->generation.load() != generation) return {};
-  // Announce the call, then check again: release() bumps the generation before it waits
-  // for in-flight calls, so either it sees this call or this call sees the new generation.
-  s->in_flight.fetch_add(1);
+  // Announce the use, then check again: release() bumps the generation before it waits
+  // for the uses in flight, so either it sees this one or this one sees the new generation.
+  const uint64_t before = s->in_flight.fetch_add(weight);
   // GCOVR_EXCL_START: a release() landing between the two loads; no test can time that
   if (s->generation.load() != generation) {
-    s->in_flight.fetch_sub(1);
+    s->in_flight.fetch_sub(weight);
     return {};
   }
   // GCOVR_EXCL_STOP
-  return Use(s, s->live.load(std::memory_order_acquire));
+  const bool alone = (before & (kLook - 1)) == 0;
+  return Use(s, s->live.load(std::memory_order_acquire), weight, alone);
 }
 
 Registry::Use::~Use() {
-  if (slot_ != nullptr) slot_->in_flight.fetch_sub(1);
+  if (slot_ != nullptr) slot_->in_flight.fetch_sub(weight_);
 }
 
 }  // namespace cyxla::abi

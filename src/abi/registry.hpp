@@ -54,29 +54,44 @@ class Registry {
   /// reserved room in the free list for every slot. Returns whether the handle was live.
   bool release(uint64_t handle) noexcept;
 
-  /// Marks a call in flight on `handle` for the scope of the object (the hot path: two
+  /// Marks a use of `handle` in flight for the scope of the object (the hot path: two
   /// atomic loads and an increment, no lock).
   class Use {
    public:
     Use() noexcept = default;
-    Use(Slot* slot, const Entry* entry) noexcept : slot_(slot), entry_(entry) {}
+    Use(Slot* slot, const Entry* entry, uint64_t weight, bool alone) noexcept
+        : slot_(slot), entry_(entry), weight_(weight), alone_(alone) {}
     Use(Use&&) = delete;  // returned by use() as a prvalue, never moved
     Use(const Use&) = delete;
     Use& operator=(const Use&) = delete;
     Use& operator=(Use&&) = delete;
     ~Use();
     const Entry* entry() const noexcept { return entry_; }
+    /// For call_bound(): whether no other call of the handle was in flight when this one
+    /// began (its BoundCall runs one call at a time).
+    bool alone() const noexcept { return alone_; }
 
    private:
     Slot* slot_ = nullptr;
     const Entry* entry_ = nullptr;
+    uint64_t weight_ = 0;
+    bool alone_ = false;
   };
-  Use use(uint64_t handle) noexcept;
+  /// Any use of a handle: many may be in flight at once.
+  Use use(uint64_t handle) noexcept { return use(handle, kLook); }
+  /// A call of a bound call's handle: Use::alone() says whether it may run. One count
+  /// serves both that and release()'s wait, so a bound call pays one atomic increment.
+  Use call(uint64_t handle) noexcept { return use(handle, 1); }
 
  private:
   static constexpr size_t kChunkSize = 1024;
   static constexpr size_t kMaxChunks = 4096;
 
+  // A slot counts the uses in flight in one number: calls of a bound call in its low 32
+  // bits, every other use in the high ones.
+  static constexpr uint64_t kLook = uint64_t{1} << 32;
+
+  Use use(uint64_t handle, uint64_t weight) noexcept;
   Slot* slot(size_t index) const noexcept;
   uint64_t add(std::unique_ptr<Entry> entry, const Entry** entry_out);
 

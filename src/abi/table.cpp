@@ -339,15 +339,16 @@ cyxla_Status check_bound(const char* function, const Entry* e, uint64_t bound,
 
 cyxla_Status call_bound(uint64_t bound, cyxla_Error* error) noexcept {
   try {
-    Registry::Use use = Registry::instance().use(bound);
+    Registry::Use use = Registry::instance().call(bound);
     const cyxla_Status live = check_bound("call_bound", use.entry(), bound, error);
     if (live != CYXLA_OK) return live;
-    if (!use.entry()->bound->call()) {
+    if (!use.alone()) {
       return fail(error, CYXLA_ERROR_BUSY,
                   "call_bound: another thread is in a call of the bound call %llu (one thread "
                   "at a time: bind once per thread)",
                   static_cast<unsigned long long>(bound));
     }
+    use.entry()->bound->call_alone();
     return succeed(error);
   } catch (...) {
     return fail_with_current_exception(error, "call_bound");

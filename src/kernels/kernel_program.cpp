@@ -1,5 +1,6 @@
 // The kernel program: the thunks resolved once (kernels to addresses, slices checked),
-// then run as XLA's CPU runtime runs them, one thunk after another in the calling thread.
+// then run as XLA's CPU runtime runs them, one thunk after another in the calling thread,
+// over a call's allocations or over the addresses a bound call resolved once.
 #include "kernels/kernel_program.hpp"
 
 #include <algorithm>
@@ -32,15 +33,19 @@ std::byte* at(std::byte* const* bases, const Slice& slice) noexcept {
 
 }  // namespace
 
+// Every step names the memory it reads or writes by slices, numbered across the whole
+// program from `first`: a resolved call holds their addresses at those numbers.
 struct KernelStep {
   KernelFunction function;
   std::string name;
   KernelDims workgroups;
   std::vector<Slice> args;  // arguments, then results
+  size_t first = 0;
 };
 
 struct CopyStep {
   Slice from, to;
+  size_t first = 0;  // from, then to
 };
 
 struct LoopStep;
@@ -56,16 +61,20 @@ struct LoopStep {
   KernelProgram::Sequence condition, body;
   std::optional<uint64_t> trip_count;
   Slice flag;  // the condition's bool
+  size_t first = 0;
 };
 
 struct ChoiceStep {
   std::vector<KernelProgram::Sequence> branches;
   Slice index;  // a bool (branch 0 when true) or an int32 (out of range: the last branch)
+  size_t first = 0;
 };
 
 namespace {
 
-KernelProgram::Sequence resolve(const compiled::ThunkSequence& thunks, const LoadedCode& code) {
+/// The thunks as steps; `slices` counts the slices numbered so far (KernelStep::first).
+KernelProgram::Sequence steps_of(const compiled::ThunkSequence& thunks, const LoadedCode& code,
+                                size_t& slices) {
   KernelProgram::Sequence out;
   for (const compiled::Thunk& thunk : thunks.thunks) {
     if (const auto* kernel = std::get_if<compiled::KernelThunk>(&thunk.body)) {
@@ -73,23 +82,27 @@ KernelProgram::Sequence resolve(const compiled::ThunkSequence& thunks, const Loa
       if (function == nullptr) refuse("its kernel '" + kernel->name + "' was not loaded");
       KernelStep step{function, kernel->name,
                       {kernel->workgroups[0], kernel->workgroups[1], kernel->workgroups[2]},
-                      kernel->arguments};
+                      kernel->arguments, slices};
       step.args.insert(step.args.end(), kernel->results.begin(), kernel->results.end());
       if (step.args.size() > kMaxKernelArgs) {
         refuse("its kernel '" + kernel->name + "' takes " + std::to_string(step.args.size()) +
                " arguments, more than " + std::to_string(kMaxKernelArgs));
       }
+      slices += step.args.size();
       out.steps.emplace_back(std::move(step));
     } else if (const auto* copy = std::get_if<compiled::CopyThunk>(&thunk.body)) {
       if (copy->source.size != copy->destination.size) {
         refuse("its copy " + thunk.op_name + " has slices of different sizes");
       }
-      out.steps.emplace_back(CopyStep{copy->source, copy->destination});
+      out.steps.emplace_back(CopyStep{copy->source, copy->destination, slices});
+      slices += 2;
     } else if (const auto* loop = std::get_if<compiled::WhileThunk>(&thunk.body)) {
       if (loop->condition_buffer.size < 1) refuse("its loop " + thunk.op_name + " has no flag");
-      out.steps.emplace_back(std::make_unique<LoopStep>(
-          LoopStep{resolve(loop->condition, code), resolve(loop->body, code), loop->trip_count,
-                   loop->condition_buffer}));
+      const size_t flag = slices++;
+      KernelProgram::Sequence condition = steps_of(loop->condition, code, slices);
+      KernelProgram::Sequence body = steps_of(loop->body, code, slices);
+      out.steps.emplace_back(std::make_unique<LoopStep>(LoopStep{
+          std::move(condition), std::move(body), loop->trip_count, loop->condition_buffer, flag}));
     } else if (const auto* choice = std::get_if<compiled::ConditionalThunk>(&thunk.body)) {
       const uint64_t size = choice->branch_index_buffer.size;
       if ((size != 1 && size != 4) || choice->branches.empty()) {
@@ -97,10 +110,11 @@ KernelProgram::Sequence resolve(const compiled::ThunkSequence& thunks, const Loa
                "-byte index over " + std::to_string(choice->branches.size()) + " branches");
       }
       auto step = std::make_unique<ChoiceStep>();
-      for (const compiled::ThunkSequence& branch : choice->branches) {
-        step->branches.push_back(resolve(branch, code));
-      }
       step->index = choice->branch_index_buffer;
+      step->first = slices++;
+      for (const compiled::ThunkSequence& branch : choice->branches) {
+        step->branches.push_back(steps_of(branch, code, slices));
+      }
       out.steps.emplace_back(std::move(step));
     } else {
       refuse("its thunk '" + thunk.kind + "' is not one it runs");  // the verdict said so
@@ -109,55 +123,112 @@ KernelProgram::Sequence resolve(const compiled::ThunkSequence& thunks, const Loa
   return out;
 }
 
-void run_kernel(const KernelStep& step, std::byte* const* bases) {
-  std::array<KernelArg, kMaxKernelArgs> args;
-  for (size_t i = 0; i < step.args.size(); ++i) {
-    args[i] = {at(bases, step.args[i]), step.args[i].size};
-  }
-  if (!call_over_workgroups(step.function, step.workgroups, args.data(), step.args.size())) {
-    throw Error(ErrorKind::Pjrt, "the kernel '" + step.name + "' reported an error");
-  }
+[[noreturn, gnu::cold]] void failed(const KernelStep& step) {
+  throw Error(ErrorKind::Pjrt, "the kernel '" + step.name + "' reported an error");
 }
 
-void run_sequence(const KernelProgram::Sequence& sequence, std::byte* const* bases);
+/// Where a call's steps find their memory: by slice, over the allocations' bases laid out
+/// for this call (execute)...
+struct OverBases {
+  std::byte* const* bases;
+  std::byte* address(const Slice& slice, size_t /*number*/) const noexcept {
+    return at(bases, slice);
+  }
+  void call(const KernelStep& step) const {
+    std::array<KernelArg, kMaxKernelArgs> args;
+    for (size_t i = 0; i < step.args.size(); ++i) {
+      args[i] = {at(bases, step.args[i]), step.args[i].size};
+    }
+    if (!call_over_workgroups(step.function, step.workgroups, args.data(), step.args.size())) {
+      failed(step);
+    }
+  }
+};
 
-void run_step(const Step& step, std::byte* const* bases) {
+/// ...or by number, from the addresses a bound call resolved once (KernelProgram::resolve).
+struct Resolved {
+  const KernelArg* slices;
+  std::byte* address(const Slice& /*slice*/, size_t number) const noexcept {
+    return static_cast<std::byte*>(slices[number].data);
+  }
+  void call(const KernelStep& step) const {
+    if (!call_over_workgroups(step.function, step.workgroups, slices + step.first,
+                              step.args.size())) {
+      failed(step);
+    }
+  }
+};
+
+template <class Memory>
+void run_sequence(const KernelProgram::Sequence& sequence, const Memory& memory);
+
+template <class Memory>
+void run_step(const Step& step, const Memory& memory) {
   if (const auto* kernel = std::get_if<KernelStep>(&step)) {
-    run_kernel(*kernel, bases);
+    memory.call(*kernel);
   } else if (const auto* copy = std::get_if<CopyStep>(&step)) {
     // An empty array's memory may be null, which memmove may not be given even for 0 bytes.
-    if (copy->to.size != 0) std::memmove(at(bases, copy->to), at(bases, copy->from), copy->to.size);
+    if (copy->to.size != 0) {
+      std::memmove(memory.address(copy->to, copy->first + 1),
+                   memory.address(copy->from, copy->first), copy->to.size);
+    }
   } else if (const auto* loop = std::get_if<std::unique_ptr<LoopStep>>(&step)) {
     const LoopStep& l = **loop;
     if (l.trip_count) {
-      for (uint64_t i = 0; i < *l.trip_count; ++i) run_sequence(l.body, bases);
+      for (uint64_t i = 0; i < *l.trip_count; ++i) run_sequence(l.body, memory);
       return;
     }
     for (;;) {
-      run_sequence(l.condition, bases);
+      run_sequence(l.condition, memory);
       bool more = false;
-      std::memcpy(&more, at(bases, l.flag), 1);
+      std::memcpy(&more, memory.address(l.flag, l.first), 1);
       if (!more) return;
-      run_sequence(l.body, bases);
+      run_sequence(l.body, memory);
     }
   } else {
     const ChoiceStep& c = *std::get<std::unique_ptr<ChoiceStep>>(step);
+    const std::byte* index_memory = memory.address(c.index, c.first);
     size_t branch = c.branches.size() - 1;
     if (c.index.size == 1) {
       bool pred = false;
-      std::memcpy(&pred, at(bases, c.index), 1);
+      std::memcpy(&pred, index_memory, 1);
       branch = pred ? 0 : 1;
     } else {
       int32_t index = 0;
-      std::memcpy(&index, at(bases, c.index), sizeof index);
+      std::memcpy(&index, index_memory, sizeof index);
       if (index >= 0 && static_cast<size_t>(index) < c.branches.size()) branch = index;
     }
-    run_sequence(c.branches[std::min(branch, c.branches.size() - 1)], bases);
+    run_sequence(c.branches[std::min(branch, c.branches.size() - 1)], memory);
   }
 }
 
-void run_sequence(const KernelProgram::Sequence& sequence, std::byte* const* bases) {
-  for (const Step& step : sequence.steps) run_step(step, bases);
+template <class Memory>
+void run_sequence(const KernelProgram::Sequence& sequence, const Memory& memory) {
+  for (const Step& step : sequence.steps) run_step(step, memory);
+}
+
+/// Every slice of `sequence` at its number in `out`, over the allocations' `bases`.
+void resolve_slices(const KernelProgram::Sequence& sequence, std::byte* const* bases,
+                    std::span<KernelArg> out) {
+  const auto put = [&](size_t number, const Slice& slice) {
+    out[number] = {at(bases, slice), slice.size};
+  };
+  for (const Step& step : sequence.steps) {
+    if (const auto* kernel = std::get_if<KernelStep>(&step)) {
+      for (size_t i = 0; i < kernel->args.size(); ++i) put(kernel->first + i, kernel->args[i]);
+    } else if (const auto* copy = std::get_if<CopyStep>(&step)) {
+      put(copy->first, copy->from);
+      put(copy->first + 1, copy->to);
+    } else if (const auto* loop = std::get_if<std::unique_ptr<LoopStep>>(&step)) {
+      put((*loop)->first, (*loop)->flag);
+      resolve_slices((*loop)->condition, bases, out);
+      resolve_slices((*loop)->body, bases, out);
+    } else {
+      const ChoiceStep& c = *std::get<std::unique_ptr<ChoiceStep>>(step);
+      put(c.first, c.index);
+      for (const KernelProgram::Sequence& branch : c.branches) resolve_slices(branch, bases, out);
+    }
+  }
 }
 
 /// `offset + size` rounded up to kRunnerAlignment: where the next allocation may start.
@@ -252,11 +323,21 @@ KernelProgram::KernelProgram(const compiled::CompiledForm& form, const ProgramSh
              " does not lie in its parameter");
     }
   }
-  steps_ = std::make_unique<const Sequence>(resolve(e.thunks, code_));
+  steps_ = std::make_unique<const Sequence>(steps_of(e.thunks, code_, slice_count_));
 }
 
 KernelProgram::~KernelProgram() = default;
 
-void KernelProgram::run(std::byte* const* bases) const { run_sequence(*steps_, bases); }
+void KernelProgram::run(std::byte* const* bases) const { run_sequence(*steps_, OverBases{bases}); }
+
+std::vector<KernelArg> KernelProgram::resolve(std::byte* const* bases) const {
+  std::vector<KernelArg> slices(slice_count_);
+  resolve_slices(*steps_, bases, slices);
+  return slices;
+}
+
+void KernelProgram::run(const std::vector<KernelArg>& resolved) const {
+  run_sequence(*steps_, Resolved{resolved.data()});
+}
 
 }  // namespace cyxla::kernels

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiled/runner_verdict.hpp"
+#include "kernels/kernel_call.hpp"
 #include "kernels/loaded_code.hpp"
 
 namespace cyxla::kernels {
@@ -64,6 +65,13 @@ class KernelProgram {
   /// distinct scratch. Throws cyxla::Error (Pjrt) when a kernel reports an error.
   void run(std::byte* const* bases) const;
 
+  /// Every address the steps read or write, over the allocations `bases` (as run()
+  /// takes them): what a call that keeps its memory (a bound call) resolves once.
+  std::vector<KernelArg> resolve(std::byte* const* bases) const;
+  /// Runs the thunks over addresses resolve() gave; as run() otherwise. A kernel gets
+  /// its arguments where they lie, so a call reads no slice.
+  void run(const std::vector<KernelArg>& resolved) const;
+
   struct Sequence;  // the resolved thunks (kernel_program.cpp)
 
  private:
@@ -74,6 +82,7 @@ class KernelProgram {
   std::vector<compiled::Slice> outputs_;
   std::vector<size_t> direct_;
   size_t scratch_bytes_ = 0;
+  size_t slice_count_ = 0;  // the slices the steps name, numbered in resolve()'s order
   struct Free {
     void operator()(std::byte* p) const noexcept { std::free(p); }
   };

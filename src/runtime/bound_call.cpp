@@ -30,10 +30,10 @@ BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
       kernel_memory_.reset(allocate_aligned(bytes));
       if (kernel_memory_ == nullptr) throw std::bad_alloc();
     }
-    on_kernels_ = true;
-    bases_.resize(e.compiled_form()->executable.buffers.allocations.size());
+    std::vector<std::byte*> bases(e.compiled_form()->executable.buffers.allocations.size());
     e.lay_out_kernel_call(inputs_, outputs_, donors_,
-                          static_cast<std::byte*>(kernel_memory_.get()), bases_);
+                          static_cast<std::byte*>(kernel_memory_.get()), bases);
+    kernel_call_.emplace(e.resolve_kernel_call(inputs_, outputs_, bases));
     return;
   }
   if (const size_t staged = e.staged_bytes(inputs_, donors_); staged != 0) {
@@ -67,14 +67,18 @@ bool BoundCall::call() {
     std::atomic<bool>& busy;
     ~Done() { busy.store(false, std::memory_order_release); }
   } done{busy_};
+  call_alone();
+  return true;
+}
+
+void BoundCall::call_alone() {
   if (!resident_) {
     executable_->execute(inputs_, outputs_);
-    return true;
+    return;
   }
-  if (on_kernels_) {
-    executable_->stage_inputs(inputs_, bases_);
-    executable_->run_kernels(bases_, outputs_);
-    return true;
+  if (kernel_call_) {
+    executable_->run_resolved(*kernel_call_);
+    return;
   }
   // The buffers alias the caller's memory (or the copies refreshed here): the plugin reads
   // what it holds now. PJRT asks that memory under a zero-copy buffer not change while the
@@ -89,7 +93,6 @@ bool BoundCall::call() {
   }
   executable_->execute_buffers(arguments_.data(), results_, outputs_);
   for (pjrt::Buffer& buffer : donor_buffers_) buffer.reset();
-  return true;
 }
 
 }  // namespace cyxla

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,6 +31,9 @@ class BoundCall {
   /// false, running nothing, when another thread is in a call of this BoundCall (one
   /// thread at a time; any thread). Allocates nothing of its own. Throws cyxla::Error.
   bool call();
+  /// call() for a caller that knows no other thread is in a call of this BoundCall (the
+  /// C ABI counts the calls of its handle): the same, without the flag that call() sets.
+  void call_alone();
 
   const std::shared_ptr<const Executable>& shared_executable() const noexcept {
     return executable_;
@@ -59,10 +63,9 @@ class BoundCall {
   std::vector<pjrt::Buffer> donor_buffers_;  // made on each call, consumed by it
   std::vector<PJRT_Buffer*> arguments_;
   std::vector<PJRT_Buffer*> results_;  // room for the outputs' buffers of one call
-  // On the kernel runner (Executable::runner()): every allocation's address, laid out
-  // once in the caller's memory and memory of the bound call's own.
-  bool on_kernels_ = false;
-  std::vector<std::byte*> bases_;
+  // On the kernel runner (Executable::runner()): the call, laid out once in the caller's
+  // memory and memory of the bound call's own, with every address resolved.
+  std::optional<Executable::ResolvedKernelCall> kernel_call_;
   std::unique_ptr<void, Free> kernel_memory_;
   std::atomic<bool> busy_{false};
 };

@@ -89,13 +89,25 @@ class Executable {
   void lay_out_kernel_call(std::span<const void* const> inputs, std::span<void* const> outputs,
                            std::span<void* const> donors, std::byte* memory,
                            std::span<std::byte*> bases) const noexcept;
-  /// Copies the inputs that lay_out_kernel_call staged into their staging.
-  void stage_inputs(std::span<const void* const> inputs,
-                    std::span<std::byte* const> bases) const noexcept;
-  /// Runs the kernel runner's program over `bases` and copies each output that was not
-  /// written in place into `outputs`; `in_place`, when not empty, says which were.
-  void run_kernels(std::span<std::byte* const> bases, std::span<void* const> outputs,
-                   std::span<bool> in_place = {}) const;
+
+  /// A kernel-runner call over memory that stays where it is (a bound call's): every
+  /// address its steps use, resolved once, and the copies its layout needs on each call.
+  struct ResolvedKernelCall {
+    struct Copy {
+      const void* from;
+      void* to;
+      size_t bytes;
+    };
+    std::vector<kernels::KernelArg> slices;  // KernelProgram::resolve
+    std::vector<Copy> inputs_staged;         // unaligned inputs into their staging
+    std::vector<Copy> outputs_copied;        // outputs not written in place
+  };
+  /// The call laid out by lay_out_kernel_call in `bases`, over `inputs` and `outputs`.
+  ResolvedKernelCall resolve_kernel_call(std::span<const void* const> inputs,
+                                         std::span<void* const> outputs,
+                                         std::span<std::byte* const> bases) const;
+  /// Runs it on what its input memory holds now. Allocates nothing.
+  void run_resolved(const ResolvedKernelCall& call) const;
 
   /// Which runner the executable's compiled form allows, and why (src/compiled/).
   const compiled::RunnerVerdict& runner_verdict() const noexcept { return judged_.verdict; }
@@ -118,6 +130,13 @@ class Executable {
  private:
   void execute_kernels(std::span<const void* const> inputs, std::span<void* const> outputs,
                        std::span<bool> in_place) const;
+  /// Copies the inputs that lay_out_kernel_call staged into their staging.
+  void stage_inputs(std::span<const void* const> inputs,
+                    std::span<std::byte* const> bases) const noexcept;
+  /// Runs the kernel runner's program over `bases` and copies each output that was not
+  /// written in place into `outputs`; `in_place`, when not empty, says which were.
+  void run_kernels(std::span<std::byte* const> bases, std::span<void* const> outputs,
+                   std::span<bool> in_place) const;
   bool writable_in_place(size_t output, const void* data, std::span<const void* const> inputs,
                          std::span<void* const> outputs) const noexcept;
   /// A buffer of `spec` over `data`: with `on_host` semantics on the CPU, a copy elsewhere.

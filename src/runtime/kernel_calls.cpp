@@ -1,6 +1,7 @@
 // The kernel runner's side of an executable: building its program once, laying out a
 // call's memory (the caller's where it can be, staging and scratch where it must), and
-// reading the outputs back. execute() and BoundCall share these.
+// reading the outputs back. execute() lays out each call; a BoundCall resolves its call
+// once.
 #include "common/error.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/host_memory.hpp"
@@ -90,6 +91,34 @@ void Executable::stage_inputs(std::span<const void* const> inputs,
     const size_t i = places[a].index;
     if (bases[a] != inputs[i]) shared_copy(bases[a], inputs[i], input_bytes_[i]);
   }
+}
+
+Executable::ResolvedKernelCall Executable::resolve_kernel_call(
+    std::span<const void* const> inputs, std::span<void* const> outputs,
+    std::span<std::byte* const> bases) const {
+  ResolvedKernelCall call{kernels_->resolve(bases.data()), {}, {}};
+  std::span<const Place> places = kernels_->places();
+  for (size_t a = 0; a < places.size(); ++a) {
+    if (places[a].from != Place::From::Input) continue;
+    const size_t i = places[a].index;
+    if (bases[a] != inputs[i] && input_bytes_[i] != 0) {
+      call.inputs_staged.push_back({inputs[i], bases[a], input_bytes_[i]});
+    }
+  }
+  std::span<const compiled::Slice> slices = kernels_->outputs();
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const std::byte* result = bases[slices[j].allocation] + slices[j].offset;
+    if (result != outputs[j] && output_bytes_[j] != 0) {
+      call.outputs_copied.push_back({result, outputs[j], output_bytes_[j]});
+    }
+  }
+  return call;
+}
+
+void Executable::run_resolved(const ResolvedKernelCall& call) const {
+  for (const ResolvedKernelCall::Copy& c : call.inputs_staged) shared_copy(c.to, c.from, c.bytes);
+  kernels_->run(call.slices);
+  for (const ResolvedKernelCall::Copy& c : call.outputs_copied) shared_copy(c.to, c.from, c.bytes);
 }
 
 void Executable::run_kernels(std::span<std::byte* const> bases, std::span<void* const> outputs,
