@@ -46,7 +46,7 @@ CASES: dict[str, tuple[Callable[..., Any], list[Any]]] = {
 VERDICTS = {
     "sin3": ("kernels", "its objects need only sinf"),
     "mlp64": ("kernels", "(4 kernels), and its objects need no outside symbol"),
-    "ew1m": ("pjrt", "runs over 2x1x1 workgroups, which PJRT spreads over its threads"),
+    "ew1m": ("kernels", "(1 kernel), and its objects need no outside symbol"),
     "matmul100": ("pjrt", "'ynn-fusion' thunk"),
     "tanh_sum": ("pjrt", "'ynn-fusion' thunk"),
     "cholesky": ("pjrt", "'custom-call' thunk"),
@@ -364,6 +364,57 @@ def test_a_slice_past_its_allocation_is_refused() -> None:
 
     runner, reason = hooks.runner_verdict(_rebuilt(compiled("sin3")[1], edit))
     assert runner == "pjrt" and "runs past allocation" in reason
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    """A varint field, encoded independently of the reader."""
+    out = bytearray([number << 3])
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def _with_workgroups(x: int, y: int, z: int) -> Callable[[int, bytes], bytes]:
+    """An edit giving every kernel thunk x by y by z workgroups (KernelThunkProto field 2)."""
+
+    def kernel(value: bytes) -> bytes:
+        dims = _varint_field(1, x) + _varint_field(2, y) + _varint_field(3, z)
+        return b"".join(
+            _field(n, dims if n == 2 else v) for n, wire, v in hooks.wire_fields(value) if wire == 2
+        )
+
+    def thunk(value: bytes) -> bytes:
+        return b"".join(
+            _field(n, kernel(v) if n == 11 else v) if wire == 2 else b""
+            for n, wire, v in hooks.wire_fields(value)
+        )
+
+    def edit(number: int, value: bytes) -> bytes:
+        if number != 6:
+            return value
+        return b"".join(
+            _field(n, thunk(v) if n == 1 else v) for n, wire, v in hooks.wire_fields(value)
+        )
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("workgroups", "runner"),
+    [((3, 1, 1), "kernels"), ((0, 1, 1), "pjrt"), ((1 << 20, 1 << 20, 1), "pjrt")],
+)
+def test_a_kernels_workgroup_count_is_bounded(
+    workgroups: tuple[int, int, int], runner: str
+) -> None:
+    # Workgroups are pieces of shared work, counted in 32 bits: none, or more, stays on PJRT.
+    edited = _rebuilt(compiled("sin3")[1], _with_workgroups(*workgroups))
+    assert hooks.compiled_details(edited)["thunks"][0]["workgroups"] == workgroups
+    got, reason = hooks.runner_verdict(edited)
+    assert got == runner, reason
+    if runner == "pjrt":
+        assert "a count cyxla's runner does not take" in reason
 
 
 def test_the_summary_names_what_the_form_holds() -> None:

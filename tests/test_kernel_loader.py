@@ -103,9 +103,7 @@ def run_kernels(serialized: bytes, inputs: list[np.ndarray]) -> list[bytearray]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_loaded_kernels_compute_what_pjrt_computes(name: str) -> None:
     executable, serialized = compiled(name)
-    # ew1m's kernel runs over two workgroups, which the kernel runner leaves to PJRT (for
-    # now); the loader loads and calls it all the same.
-    assert hooks.runner_verdict(serialized)[0] == ("pjrt" if name == "ew1m" else "kernels")
+    assert hooks.runner_verdict(serialized)[0] == "kernels"
     assert hooks.compiled_summary(serialized)["undefined_symbols"] == NEEDS.get(name, [])
     (output,) = executable.outputs
     d = hooks.compiled_details(serialized)

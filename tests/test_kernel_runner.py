@@ -28,6 +28,8 @@ from support import (
     all_at_once,
     bench_specs,
     environment,
+    fresh_compile,
+    hooks,
     load_from_c,
     run_from_c,
     spec,
@@ -280,15 +282,40 @@ def test_outputs_written_in_place_on_kernels(monkeypatch: pytest.MonkeyPatch) ->
     same_bits(unaligned, np.flip(x) * 2)
 
 
-def test_many_threads_run_one_executable_at_once() -> None:
-    default, pjrt = both_runners(cx.lower(_fori, [spec((5,), F32)]))
+def _affine(x: jax.Array) -> jax.Array:
+    return 2 * x + 1
+
+
+def test_a_kernel_over_several_workgroups_shares_them_with_helper_threads() -> None:
+    """XLA splits a large kernel into workgroups; the runner spreads them over its helper
+    threads as PJRT does over its own. Every workgroup runs, once, wherever it runs."""
+    specs = [spec((1 << 20,), F32)]
+    _, serialized = fresh_compile(_affine, specs, runner="pjrt")
+    (thunk,) = hooks.compiled_details(serialized)["thunks"]
+    assert thunk["workgroups"][0] * thunk["workgroups"][1] * thunk["workgroups"][2] > 1
+    default, pjrt = both_runners(cx.lower(_affine, specs))
+    assert default.runner.name == "kernels", default.runner.reason
+    check_doors(default, pjrt, seeds=2)
+
+
+@pytest.mark.parametrize(
+    "function, shape, calls",
+    [(_fori, (5,), 200), (_affine, (1 << 16,), 50)],
+    ids=["fori", "workgroups"],
+)
+def test_many_threads_run_one_executable_at_once(
+    function: Callable[[jax.Array], jax.Array], shape: tuple[int, ...], calls: int
+) -> None:
+    # With several workgroups, one thread's call shares them with the helpers at a time,
+    # and the others run theirs alone.
+    default, pjrt = both_runners(cx.lower(function, [spec(shape, F32)]))
     assert default.runner.name == "kernels"
     inputs = [random_inputs(default, seed) for seed in range(8)]
     expected = [pjrt.run(i)[0] for i in inputs]
     failures: list[str] = []
 
     def work(k: int) -> None:
-        for _ in range(200):
+        for _ in range(calls):
             (got,) = default.run(inputs[k])
             if got.tobytes() != expected[k].tobytes():
                 failures.append(f"thread {k}")

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <set>
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
+#include "common/helper_threads.hpp"
 #include "common/utf8.hpp"
 #include "compiled/host_symbols.hpp"
 
@@ -47,10 +49,12 @@ std::string first_layout_stop(const CpuExecutable& e) {
       stop = "its copy " + thunk.op_name + " changes the layout, which cyxla does not do";
     } else if (const auto* kernel = std::get_if<KernelThunk>(&thunk.body)) {
       const auto& [x, y, z] = kernel->workgroups;
-      if (x != 1 || y != 1 || z != 1) {
+      const auto xy = checked_product(x, y);
+      const auto count = xy ? checked_product(*xy, z) : std::nullopt;
+      if (!count || *count == 0 || *count > kMaxPieces) {
         stop = "its kernel '" + kernel->name + "' runs over " + std::to_string(x) + "x" +
                std::to_string(y) + "x" + std::to_string(z) +
-               " workgroups, which PJRT spreads over its threads and cyxla's runner does not yet";
+               " workgroups, a count cyxla's runner does not take (1 to 2^32 - 1)";
       } else if (kernel->min_alignment.value_or(1) > kRunnerAlignment) {
         stop = "its kernel '" + kernel->name + "' asks for " +
                std::to_string(*kernel->min_alignment) + "-byte alignment";

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/helper_threads.hpp"
+
 namespace cyxla::kernels {
 
 struct KernelDims {
@@ -23,20 +25,33 @@ struct KernelCallFrame {
 /// Returns null on success, or the kernel's error (opaque).
 using KernelFunction = const void* (*)(const KernelCallFrame*);
 
-/// Calls `kernel` over `args` once per workgroup of `workgroups`, in XLA's serial order (z
-/// outermost, then y, then x); false at the first call that reports an error.
+/// One kernel call over its workgroups: the context of its pieces.
+struct WorkgroupCall {
+  KernelFunction kernel;
+  KernelDims workgroups;
+  const KernelArg* args;
+  size_t num_args;
+};
+
+/// Calls the kernel for workgroup `index`, counted x fastest, then y, then z.
+inline bool call_workgroup(const void* context, uint64_t index) noexcept {
+  const WorkgroupCall& c = *static_cast<const WorkgroupCall*>(context);
+  const KernelDims id{index % c.workgroups.x, index / c.workgroups.x % c.workgroups.y,
+                      index / c.workgroups.x / c.workgroups.y};
+  const KernelCallFrame frame{&c.workgroups, &id, c.num_args, c.args};
+  return c.kernel(&frame) == nullptr;
+}
+
+/// Calls `kernel` over `args` once per workgroup of `workgroups` (whose product the
+/// verdict bounds by kMaxPieces); false when a call reports an error. Several workgroups
+/// are shared with the helper threads, as XLA's runtime spreads them over its thread pool
+/// (each is independent of the others); one is called here.
 inline bool call_over_workgroups(KernelFunction kernel, const KernelDims& workgroups,
                                  const KernelArg* args, size_t num_args) noexcept {
-  KernelDims id{0, 0, 0};
-  const KernelCallFrame frame{&workgroups, &id, num_args, args};
-  for (id.z = 0; id.z < workgroups.z; ++id.z) {
-    for (id.y = 0; id.y < workgroups.y; ++id.y) {
-      for (id.x = 0; id.x < workgroups.x; ++id.x) {
-        if (kernel(&frame) != nullptr) return false;
-      }
-    }
-  }
-  return true;
+  const WorkgroupCall call{kernel, workgroups, args, num_args};
+  const uint64_t count = workgroups.x * workgroups.y * workgroups.z;
+  if (count == 1) return call_workgroup(&call, 0);
+  return share_pieces(call_workgroup, &call, count);
 }
 
 }  // namespace cyxla::kernels

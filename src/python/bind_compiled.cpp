@@ -20,7 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
+#include "common/helper_threads.hpp"
 #include "common/utf8.hpp"
 #include "compiled/protobuf_wire.hpp"
 #include "compiled/runner_verdict.hpp"
@@ -170,6 +172,11 @@ void call_kernel(nb::bytes serialized, const std::string& name, nb::list argumen
   for (size_t i = 0; i < nb::len(arguments); ++i) {
     copies.push_back(std::make_unique<AlignedCopy>(arguments[i], i));
     args.push_back(copies.back()->argument());
+  }
+  const auto xy = checked_product(workgroups[0], workgroups[1]);
+  const auto count = xy ? checked_product(*xy, workgroups[2]) : std::nullopt;
+  if (!count || *count == 0 || *count > kMaxPieces) {
+    throw Error(ErrorKind::InvalidArgument, "workgroups: their product must be 1 to 2^32 - 1");
   }
   bool called = false;
   {

@@ -12,11 +12,8 @@ namespace cyxla {
 inline constexpr size_t kSharedCopyMinBytes = size_t{1} << 20;
 
 /// memcpy(dst, src, bytes) for memory that does not overlap, of kSharedCopyMinBytes or more:
-/// the copy is cut into pieces that the calling thread and idle helper threads (one per
-/// further core, at most 7, started on first use) take in turn; the caller takes pieces
-/// too, so a helper that is slow to wake costs nothing but the wake-up. One copy at a
-/// time is shared: a copy made while another is, and any copy in a forked child (which
-/// has no helpers), is a plain memcpy.
+/// the copy is cut into pieces that the calling thread and idle helper threads take in
+/// turn (share_pieces: where none is free, it is a plain memcpy in this thread).
 void copy_with_helpers(void* dst, const void* src, size_t bytes) noexcept;
 
 /// The copy of staged inputs and copied-out results: inline, so that the small copies of

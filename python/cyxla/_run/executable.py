@@ -44,11 +44,11 @@ class Runner:
 
     cyxla runs a CPU program without PJRT's executor, calling the plugin's own compiled
     kernels itself (the same object code, so the same numbers, bit for bit), when the
-    compiled form is a sequence it can run: single-workgroup kernels and copies (loops
-    and conditionals of them), over objects that need nothing but libc, libm and
-    compiler-runtime functions. The verdict is read from the executable as the plugin
-    compiled it; anything cyxla cannot read, or does not run, keeps PJRT, and `reason`
-    says what (docs/performance.md, "Which runner a call takes").
+    compiled form is a sequence it can run: kernels (their workgroups shared with helper
+    threads) and copies, loops and conditionals of them, over objects that need nothing
+    but libc, libm and compiler-runtime functions. The verdict is read from the
+    executable as the plugin compiled it; anything cyxla cannot read, or does not run,
+    keeps PJRT, and `reason` says what (docs/performance.md, "Which runner a call takes").
     """
 
     #: The runner its calls take: "kernels" or "pjrt".
