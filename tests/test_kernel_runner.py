@@ -364,6 +364,39 @@ def test_an_unknown_cyxla_runner_is_refused_saying_what_it_takes() -> None:
     )
 
 
+def test_the_runner_argument_chooses_over_the_environment() -> None:
+    program = cx.lower(jnp.tan, [spec((3,), F32)])
+    pjrt, _ = cx.compile_program(program, runner="pjrt")
+    assert (pjrt.runner.name, pjrt.runner.would_take) == ("pjrt", "kernels")
+    assert pjrt.runner.reason == "runner='pjrt' asks for PJRT"
+    with environment(CYXLA_RUNNER="pjrt"):
+        auto, _ = cx.compile_program(program, runner="auto")
+        from_environment, _ = cx.compile_program(program)
+    assert auto.runner.name == "kernels"
+    assert from_environment.runner.name == "pjrt"
+    x = np.linspace(-1, 1, 3, dtype=np.float32)
+    same_bits(auto.run([x])[0], pjrt.run([x])[0])
+    batched, _ = cx.compile_batched(
+        cx.lower_batched(jnp.tan, [spec((3,), F32)], (4,)), runner="pjrt"
+    )
+    assert [e.runner.name for e in batched.executables] == ["pjrt"]
+
+
+@pytest.mark.parametrize(
+    ("runner", "error", "words"),
+    [
+        ("kernel", cx.InvalidArgumentError, "runner is 'kernel'; it takes 'auto' (the kernel"),
+        (1, TypeError, "compile_program: runner must be 'auto', 'pjrt' or None, given 1"),
+    ],
+)
+def test_a_runner_argument_naming_no_runner_is_refused(
+    runner: Any, error: type, words: str
+) -> None:
+    with pytest.raises(error) as raised:
+        cx.compile_program(cx.lower(jnp.tan, [spec((3,), F32)]), runner=runner)
+    assert words in str(raised.value)
+
+
 def test_a_program_that_does_not_qualify_says_why_and_runs_on_pjrt() -> None:
     executable, _ = cx.compile_program(cx.lower(jnp.sort, [spec((16,), F32)]))
     assert executable.runner.name == executable.runner.would_take == "pjrt"

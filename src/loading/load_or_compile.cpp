@@ -157,16 +157,24 @@ compiled::Judged judged(const Runtime& runtime, std::string_view serialized) {
   return compiled::judge(serialized);
 }
 
-/// Why PJRT is asked for in place of the kernel runner: the environment variable
-/// CYXLA_RUNNER set to "pjrt"; "" when it is unset, empty or "auto". Read at each load, so
-/// that a process may change it between loads.
-std::string forced_pjrt() {
-  const char* value = std::getenv("CYXLA_RUNNER");
-  const std::string_view runner = value != nullptr ? value : "";
+/// Why PJRT is asked for in place of the kernel runner: `asked` when the caller chose
+/// ("pjrt"), else the environment variable CYXLA_RUNNER set to "pjrt"; "" when the choice
+/// is "auto" or none was made. The variable is read at each load, so that a process may
+/// change it between loads.
+std::string forced_pjrt(std::string_view asked) {
+  std::string_view runner = asked;
+  std::string_view named = "runner";
+  if (runner.empty()) {
+    const char* value = std::getenv("CYXLA_RUNNER");
+    runner = value != nullptr ? value : "";
+    named = "CYXLA_RUNNER";
+  }
   if (runner.empty() || runner == "auto") return "";
-  if (runner == "pjrt") return "CYXLA_RUNNER=pjrt asks for PJRT";
+  if (runner == "pjrt") {
+    return asked.empty() ? "CYXLA_RUNNER=pjrt asks for PJRT" : "runner='pjrt' asks for PJRT";
+  }
   throw Error(ErrorKind::InvalidArgument,
-              "CYXLA_RUNNER is '" + with_bytes_escaped(runner) +
+              std::string(named) + " is '" + with_bytes_escaped(runner) +
                   "'; it takes 'auto' (the kernel runner where a program qualifies, the "
                   "default) or 'pjrt'");
 }
@@ -293,10 +301,11 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
 }  // namespace
 
 Compiled load_or_compile(const Runtime& runtime, const ProgramFile& program,
-                         const Origin& origin, cache::Warnings* warnings) {
+                         const Origin& origin, cache::Warnings* warnings,
+                         std::string_view runner) {
   check_platform(runtime, program, origin);
   check_custom_calls(runtime, program, origin);
-  const std::string forced = forced_pjrt();
+  const std::string forced = forced_pjrt(runner);
   Compiled compiled;
   const Clock::time_point start = Clock::now();
   std::optional<ExecutableKey> key;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "cache/settings.hpp"
 #include "common/error.hpp"
@@ -44,8 +45,11 @@ struct Compiled {
 /// other than the runtime's (InvalidArgument), a custom call that no handler of this
 /// process provides (UnsupportedProgram), the plugin's refusal (Compile), specs that are not
 /// the compiled program's (`origin.refusal`). What the store warns of (an unsafe directory,
-/// an unsafe entry, a size bound it cannot read) goes to `warnings` when given.
+/// an unsafe entry, a size bound it cannot read) goes to `warnings` when given. `runner`
+/// is the caller's choice of runner, "auto" or "pjrt" (InvalidArgument otherwise); empty,
+/// the environment variable CYXLA_RUNNER chooses, "auto" when unset.
 Compiled load_or_compile(const Runtime& runtime, const program::ProgramFile& program,
-                         const Origin& origin, cache::Warnings* warnings = nullptr);
+                         const Origin& origin, cache::Warnings* warnings = nullptr,
+                         std::string_view runner = {});
 
 }  // namespace cyxla::loading

@@ -159,7 +159,8 @@ void bind_runtime(nb::module_& m) {
       [](const Runtime& runtime, const std::string& source, std::string name,
          std::string platform, nb::bytes stablehlo, nb::bytes compile_options,
          const std::vector<SpecTuple>& inputs, const std::vector<SpecTuple>& outputs,
-         std::vector<std::string> custom_calls, std::vector<size_t> donated_outputs) {
+         std::vector<std::string> custom_calls, std::vector<size_t> donated_outputs,
+         const std::string& runner) {
         // GCOVR_EXCL_STOP
         program::ProgramFile program;
         program.name = std::move(name);
@@ -175,7 +176,7 @@ void bind_runtime(nb::module_& m) {
         cache::Warnings warnings;
         try {
           nb::gil_scoped_release release;
-          compiled = loading::load_or_compile(runtime, program, origin, &warnings);
+          compiled = loading::load_or_compile(runtime, program, origin, &warnings, runner);
         } catch (...) {
           give_cache_warnings(warnings);
           throw;
@@ -185,11 +186,11 @@ void bind_runtime(nb::module_& m) {
                               compiled.load_seconds, compiled.cache_error);
       },
       "runtime"_a, "source"_a, "name"_a, "platform"_a, "stablehlo"_a, "compile_options"_a,
-      "inputs"_a, "outputs"_a, "custom_calls"_a, "donated_outputs"_a,
+      "inputs"_a, "outputs"_a, "custom_calls"_a, "donated_outputs"_a, "runner"_a = "",
       "The program's executable, from the disk cache or compiled (loading/load_or_compile.hpp): "
       "(executable, cache_hit, compile_seconds, load_seconds, cache_error). `source` starts "
       "every refusal; every spec and the outputs written in place are checked against the "
-      "executable.");
+      "executable. `runner`: 'auto', 'pjrt', or '' for CYXLA_RUNNER's choice.");
 }
 
 }  // namespace cyxla::python

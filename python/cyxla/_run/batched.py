@@ -143,7 +143,10 @@ def _carried(array: np.ndarray) -> np.ndarray:
 
 
 def compile_batched(
-    program: BatchedProgram, *, options: Mapping[str, Any] | None = None
+    program: BatchedProgram,
+    *,
+    options: Mapping[str, Any] | None = None,
+    runner: str | None = None,
 ) -> tuple[BatchedExecutable, CompileStatistics]:
     """Compiles each program of `program` with `compile_program`, disk cache included,
     into one `BatchedExecutable`.
@@ -151,6 +154,7 @@ def compile_batched(
     Args:
         program: What `lower_batched` returns.
         options: `compile_program`'s, for every batch size.
+        runner: `compile_program`'s, for every batch size.
 
     Returns:
         The batched executable, and statistics that add up the sizes' seconds
@@ -164,7 +168,7 @@ def compile_batched(
             "compile_batched: program must be a cyxla.BatchedProgram (what "
             f"cyxla.lower_batched returns), given {type(program).__name__}"
         )
-    compiled = [compile_program(p, options=options) for p in program.programs]
+    compiled = [compile_program(p, options=options, runner=runner) for p in program.programs]
     executables = tuple(e for e, _ in compiled)
     statistics = [s for _, s in compiled]
     errors = [s.cache_error for s in statistics if s.cache_error]

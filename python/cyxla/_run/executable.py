@@ -91,7 +91,11 @@ class Executable:
     """
 
     def __init__(
-        self, native: _core.Executable, program: Program, options: bytes | None = None
+        self,
+        native: _core.Executable,
+        program: Program,
+        options: bytes | None = None,
+        runner: str = "",
     ) -> None:
         #: The C++ executable that `run` calls (internal: tests and the benchmark use it).
         self._native = native
@@ -100,6 +104,8 @@ class Executable:
         #: The serialized compile options it was compiled with, for its variant; None: the
         #: ones compile_program gives `program` by default.
         self._options = options
+        #: The runner compile_program was asked for ("" for CYXLA_RUNNER's), for its variant.
+        self._runner = runner
         #: The thread compiling the variant that reads large unaligned inputs in place,
         #: once run has asked for it (internal: tests join it).
         self._variant_compile: threading.Thread | None = None
@@ -342,7 +348,7 @@ class Executable:
             program = variant_program(self.program, self._call.variant_inputs())
             runtime = backend.runtime_for(program.platform)
             options = self._options or _serialized_options(self.program, None)
-            native, _ = _load_or_compile(runtime, program, options)
+            native, _ = _load_or_compile(runtime, program, options, self._runner)
             self._call.read_in_place(native)
         except Exception as error:  # a thread has no caller to raise to: said as a warning
             warnings.warn(
@@ -437,7 +443,7 @@ def _copy(array: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndar
     return copy
 
 
-def _check_compile_arguments(program: Any, options: Any) -> None:
+def _check_compile_arguments(program: Any, options: Any, runner: Any) -> None:
     if not isinstance(program, Program):
         raise TypeError(
             "compile_program: program must be a cyxla.Program (what cyxla.lower returns), "
@@ -450,10 +456,12 @@ def _check_compile_arguments(program: Any, options: Any) -> None:
             "compile_program: options must map XLA debug option names (str) to values, "
             f"given {options!r}"
         )
+    if runner is not None and not isinstance(runner, str):
+        raise TypeError(f"compile_program: runner must be 'auto', 'pjrt' or None, given {runner!r}")
 
 
 def compile_program(
-    program: Program, *, options: Mapping[str, Any] | None = None
+    program: Program, *, options: Mapping[str, Any] | None = None, runner: str | None = None
 ) -> tuple[Executable, CompileStatistics]:
     """Compiles `program` with the plugin of its platform, loading the plugin if needed.
 
@@ -469,27 +477,33 @@ def compile_program(
             such as the CPU's `xla_cpu_prefer_vector_width=128` for programs with an
             atan2, which keeps `jnp.arctan` right). A program loaded from a file compiles
             with the file's compile options unless options are given.
+        runner: Which runner the executable's calls take on the CPU (`Executable.runner`):
+            "auto", the kernel runner where the program qualifies and PJRT elsewhere, or
+            "pjrt", PJRT always. None (the default) takes the environment variable
+            `CYXLA_RUNNER`, "auto" when it is unset. The compiled code, and the disk
+            cache's entry, are the same either way.
 
     Returns:
         The executable, and statistics of the compile (its seconds, whether it was a
         cache hit, and why the cache could not be used if it could not).
 
     Raises:
-        TypeError: `program` is not a Program, or `options` not a mapping of option
-            names.
+        TypeError: `program` is not a Program, `options` not a mapping of option
+            names, or `runner` not a string.
         InvalidArgumentError: the program's input or output specs are not those of what
-            the plugin compiled (specs edited after `lower`).
+            the plugin compiled (specs edited after `lower`), or `runner` (or
+            `CYXLA_RUNNER`) names no runner.
         UnsupportedProgramError: the program calls a custom-call target that the
             plugin cannot run.
         PluginError: no plugin of the program's platform could be loaded.
         CompileError: the plugin refused to compile the program.
     """
-    _check_compile_arguments(program, options)
+    _check_compile_arguments(program, options, runner)
     runtime = backend.runtime_for(program.platform)
     checks.check_program(program.custom_calls, program.platform)
     serialized_options = _serialized_options(program, options)
-    native, statistics = _load_or_compile(runtime, program, serialized_options)
-    return Executable(native, program, serialized_options), statistics
+    native, statistics = _load_or_compile(runtime, program, serialized_options, runner or "")
+    return Executable(native, program, serialized_options, runner or ""), statistics
 
 
 def _serialized_options(program: Program, options: Mapping[str, Any] | None) -> bytes:
@@ -504,10 +518,10 @@ def _serialized_options(program: Program, options: Mapping[str, Any] | None) -> 
 
 
 def _load_or_compile(
-    runtime: _core.Runtime, program: Program, serialized_options: bytes
+    runtime: _core.Runtime, program: Program, serialized_options: bytes, runner: str
 ) -> tuple[_core.Executable, CompileStatistics]:
     """The core's load-or-compile of `program` with `serialized_options`, which
-    compile_program has checked."""
+    compile_program has checked, for `runner` ("" for CYXLA_RUNNER's choice)."""
     with checks.explain_compile_errors():
         native, hit, compile_seconds, load_seconds, cache_error = _core.load_or_compile(
             runtime,
@@ -520,6 +534,7 @@ def _load_or_compile(
             encode_specs(program.outputs),
             list(program.custom_calls),
             list(program.donated_outputs),
+            runner,
         )
     statistics = CompileStatistics(
         compile_seconds,
