@@ -1,7 +1,7 @@
 """Which programs export_aot can compile into plain C: the functions of the jnp sweep
-(tests/test_jnp_sweep.py) on float32, int32, bool and complex64 at shapes (3,) and (2, 3),
-small MLPs, and the constraint of the SCIP guide (docs/guide/solver.md) with its gradient.
-Prints each refusal's reason and the fraction that qualifies.
+(tests/support.py's SWEEP_FUNCTIONS) on float32, int32, bool and complex64 at shapes (3,)
+and (2, 3), small MLPs, and the constraint of the SCIP guide (docs/guide/solver.md) with
+its gradient. Prints each refusal's reason and the fraction that qualifies.
 
     python benchmarks/aot_coverage.py          # needs the aot extra: pip install "cyxla[aot]"
 """
@@ -23,7 +23,7 @@ import numpy as np
 import cyxla as cx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_jnp_sweep import FUNCTIONS, _all_at_once, _values
+from support import SWEEP_FUNCTIONS, all_at_once, sweep_values
 
 F32 = jnp.float32
 
@@ -51,12 +51,12 @@ def _constraint(x: jax.Array) -> jax.Array:
 
 def programs() -> Iterator[tuple[str, str, Callable[..., Any], list[Any]]]:
     """(group, name, function, arguments) of every program tried."""
-    for name, (function, arity) in FUNCTIONS.items():
+    for name, (function, arity) in SWEEP_FUNCTIONS.items():
         for dtype_name in ("float32", "int32", "bool", "complex64"):
             dtype = np.dtype(dtype_name)
             shapes = [(3,), (2, 3)]
-            flat = [_values(s, dtype, operand) for s in shapes for operand in range(arity)]
-            every = _all_at_once(function, arity, len(shapes))
+            flat = [sweep_values(s, dtype, operand) for s in shapes for operand in range(arity)]
+            every = all_at_once(function, arity, len(shapes))
             try:
                 jax.jit(every).lower(*flat)
             except (TypeError, ValueError):

@@ -33,9 +33,6 @@ from support import (
     x64_mode,
 )
 
-#: benchmarks/aot_coverage.py imports the sweep from here by these names.
-FUNCTIONS, _all_at_once, _values = SWEEP_FUNCTIONS, all_at_once, sweep_values
-
 SHAPES: tuple[tuple[int, ...], ...] = (
     (),
     (1,),
