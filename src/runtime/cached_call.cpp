@@ -50,18 +50,12 @@ std::byte* CachedCall::area_of(Area& area, size_t bytes) {
 }
 
 bool CachedCall::execute(std::span<const void* const> inputs, std::span<void* const> outputs) {
-  // Elsewhere than on the CPU a buffer is a copy on the device: nothing to keep. The
-  // kernel runner keeps nothing either: it wraps no buffers, and its staging is the
-  // thread's.
-  if (!host_ || executable_->runner() == compiled::Runner::Kernels ||
-      busy_.exchange(true, std::memory_order_acquire)) {
+  // Elsewhere than on the CPU a buffer is a copy on the device: nothing to keep.
+  if (!host_ || busy_.exchange(true, std::memory_order_acquire)) {
     executable_->execute(inputs, outputs);
     return false;
   }
   const Executable& e = *executable_;
-  const PJRT_Api* api = e.runtime().plugin().api();
-  const size_t n_in = inputs_.size();
-  const std::vector<size_t>& donated = e.donated_outputs();
   // The donated buffers are consumed by the call; none outlives it, nor the busy flag.
   struct Done {
     std::atomic<bool>& busy;
@@ -82,6 +76,15 @@ bool CachedCall::execute(std::span<const void* const> inputs, std::span<void* co
     run_variant(inputs, outputs);
     return false;
   }
+  // The kernel runner wraps no buffers to keep, and stages in the thread's memory; it
+  // copies unaligned inputs as PJRT's path does, so it asks for the variant alike.
+  if (e.runner() == compiled::Runner::Kernels) {
+    e.execute(inputs, outputs);
+    return ask_for_variant(readable);
+  }
+  const PJRT_Api* api = e.runtime().plugin().api();
+  const size_t n_in = inputs_.size();
+  const std::vector<size_t>& donated = e.donated_outputs();
 
   for (size_t i = 0; i < n_in; ++i) {
     Input& in = inputs_[i];

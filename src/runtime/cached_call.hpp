@@ -30,7 +30,8 @@ class CachedCall {
   /// is written into an area of its own and copied out. One thread at a time uses the
   /// kept buffers; a call while another thread is in one runs Executable::execute. Keeps
   /// no reference to the memory it is given beyond the call: a kept buffer is used only
-  /// for a later call that passes its address again. Throws cyxla::Error.
+  /// for a later call that passes its address again. On the kernel runner, which wraps
+  /// no buffers, a call is Executable::execute. Throws cyxla::Error.
   ///
   /// Where a variant was given (read_in_place) and the inputs it reads in place are the
   /// ones unaligned at readable offsets, the variant runs instead, reading them where they

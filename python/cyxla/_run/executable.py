@@ -119,6 +119,10 @@ class Executable:
         self._any_view = any(d is not None for d in self._views)
         #: Whether every output is made by NumPy (none is large enough to be recycled).
         self._small = all(nbytes < _RECYCLED_BYTES for _, _, nbytes in self._out)
+        #: The outputs' shapes and dtypes apart, for run's `map(np.empty, ...)`: a list
+        #: comprehension makes a function object on every call (Python 3.11).
+        self._out_shapes = [shape for shape, _, _ in self._out]
+        self._out_dtypes = [dtype for _, dtype, _ in self._out]
         #: run's calls: the core checks the arrays on every call (cheaply, building no
         #: text) and keeps the buffers of inputs that come back at the same address.
         self._call = _core._CachedRun(native)
@@ -206,7 +210,7 @@ class Executable:
         """
         if out is None:
             if self._small:
-                outputs = [np.empty(shape, dtype) for shape, dtype, _ in self._out]
+                outputs = list(map(np.empty, self._out_shapes, self._out_dtypes))
             else:
                 outputs = [_new_array(shape, dtype, nbytes) for shape, dtype, nbytes in self._out]
         else:
