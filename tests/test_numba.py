@@ -20,7 +20,8 @@ from cyxla.numba import OK, call_bound, check
 
 from support import BUSY, INVALID_ARGUMENT, RELEASED, table
 
-jax.config.update("jax_enable_x64", True)
+# float64 programs and references: x64 on for each test (conftest.py), never left on.
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 @numba.njit(nogil=True)
