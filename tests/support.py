@@ -194,6 +194,31 @@ def run_cyxla(
     )
 
 
+def install_and_test_example(example: Path, work: Path) -> subprocess.CompletedProcess[str]:
+    """Builds the package of examples/`example` against the installed cyxla (pip, into a
+    directory of `work`) and runs its own tests there; their result, which passed."""
+    target = work / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+         "--target", str(target), str(example)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stdout + build.stderr
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(example / "tests")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        cwd=work,
+        timeout=600,
+    )
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert " passed" in tests.stdout and "failed" not in tests.stdout
+    return tests
+
+
 _STEPS_PRELUDE = """
 import json
 from pathlib import Path

@@ -23,6 +23,7 @@ LANGUAGES = {
     "CMakeLists.txt": "cmake",
     "meson.build": "meson",
     ".c": "c",
+    ".h": "c",
     ".cpp": "cpp",
     ".py": "python",
     ".pyx": "cython",

@@ -5,6 +5,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "python/bindings.hpp"
@@ -58,7 +59,19 @@ void bind_calls(nb::module_& m) {
            "inputs"_a, "outputs"_a)
       .def("__call__", &BoundBuffers::call,
            "Runs the program on the inputs' current contents and writes the outputs; False, "
-           "running nothing, while another thread is in a call of this bound call.");
+           "running nothing, while another thread is in a call of this bound call.")
+      .def_prop_ro("handle", &BoundBuffers::handle,
+                   "Its handle in the C API, which cyxla_call_bound takes.");
+
+  // cyxla.numba's function pointer and its check (internal, hence the underscores).
+  m.def(
+      "_call_by_handle_address",
+      [] { return reinterpret_cast<uintptr_t>(&call_by_handle); },
+      "The address of int32_t call_by_handle(uint64_t bound): cyxla_call_bound's status, "
+      "its failure's message kept for _raise_bound_failure on the calling thread.");
+  m.def("_raise_bound_failure", &raise_bound_failure, "status"_a,
+        "Raises the error of `status`, returned by call_by_handle on this thread, with its "
+        "message; returns for 0 (CYXLA_OK).");
 }
 
 }  // namespace cyxla::python

@@ -1,11 +1,15 @@
 // The Python-facing hot path: buffer protocol views checked against the program's specs.
 #include "python/host_buffers.hpp"
 
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "abi/registry.hpp"
+#include "abi/table.hpp"
 #include "common/error.hpp"
 #include "runtime/small_array.hpp"
 
@@ -267,14 +271,74 @@ BoundBuffers::BoundBuffers(std::shared_ptr<const Executable> executable, nb::han
                                     executable->output_bytes()[j],
                                     "outputs[" + std::to_string(j) + "]"));
   }
-  call_ = std::make_unique<BoundCall>(std::move(executable), in_data, out_data);
+  handle_ = abi::Registry::instance().add(
+      std::make_unique<BoundCall>(std::move(executable), in_data, out_data));
 }
 
-BoundBuffers::~BoundBuffers() = default;
+BoundBuffers::~BoundBuffers() {
+  // The bound call reads and writes the views' memory: it ends first. A handle that
+  // native code unbound already is ignored.
+  nb::gil_scoped_release release;  // a call in flight on another thread may want the GIL
+  abi::Registry::instance().release(handle_);
+}
 
 bool BoundBuffers::call() {
   nb::gil_scoped_release release;
-  return call_->call();
+  abi::Registry::Use use = abi::Registry::instance().use(handle_);
+  if (use.entry() == nullptr) {
+    throw Error(ErrorKind::InvalidArgument,
+                "the bound call was unbound (cyxla_unbind of its handle)");
+  }
+  return use.entry()->bound->call();
+}
+
+namespace {
+
+/// The last failure of call_by_handle on this thread.
+thread_local cyxla_Error last_failure = {CYXLA_OK, ""};
+
+}  // namespace
+
+int32_t call_by_handle(uint64_t bound) noexcept {
+  cyxla_Error error;
+  const cyxla_Status status = abi::table().call_bound(bound, &error);
+  if (status != CYXLA_OK) [[unlikely]] last_failure = error;
+  return status;
+}
+
+void raise_bound_failure(int status) {
+  if (status == CYXLA_OK) return;
+  // The message of this thread's last failure, when it has the same status: a status
+  // from another thread (numba's prange) finds none, and says so.
+  std::string message;
+  if (last_failure.status == status) {
+    message = last_failure.message;
+  } else {
+    message = "a bound call failed with cyxla_Status " + std::to_string(status) +
+              " (its message was recorded on the thread that called it)";
+  }
+  last_failure = {CYXLA_OK, ""};
+  const char* name = nullptr;
+  switch (status) {
+    case CYXLA_ERROR_INVALID_ARGUMENT:
+    case CYXLA_ERROR_RELEASED:  // as a closed BoundCall raises from Python
+      throw Error(ErrorKind::InvalidArgument, message);
+    case CYXLA_ERROR_TYPE_MISMATCH:
+      throw Error(ErrorKind::TypeMismatch, message);
+    case CYXLA_ERROR_PJRT:
+      throw Error(ErrorKind::Pjrt, message);
+    case CYXLA_ERROR_BUSY:
+      name = "BusyError";
+      break;
+    case CYXLA_ERROR_INTERNAL:
+      throw std::runtime_error(message);
+    default:
+      throw Error(ErrorKind::InvalidArgument,
+                  "check: " + std::to_string(status) + " is not a status of a bound call");
+  }
+  const nb::object cls = nb::module_::import_("cyxla._errors").attr(name);
+  PyErr_SetObject(cls.ptr(), cls(nb::str(message.c_str())).ptr());
+  throw nb::python_error();
 }
 
 }  // namespace cyxla::python

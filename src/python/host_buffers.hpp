@@ -70,7 +70,9 @@ struct HeldViews;
 
 /// A BoundCall over the buffers of Python objects (NumPy arrays), held while it lives:
 /// their memory stays allocated, and exporters that count their views (bytearray) refuse
-/// to resize.
+/// to resize. The BoundCall is registered as a bound call of the C API, whose handle
+/// (cyxla_call_bound's) compiled code calls it by: numba's nopython mode, through
+/// call_by_handle.
 class BoundBuffers {
  public:
   /// Binds `executable` to the buffers of `inputs` and `outputs`, which must be exactly
@@ -80,14 +82,28 @@ class BoundBuffers {
                nanobind::handle outputs);
   BoundBuffers(const BoundBuffers&) = delete;
   BoundBuffers& operator=(const BoundBuffers&) = delete;
+  /// Unbinds (waiting for a call in flight on another thread), then releases the views.
   ~BoundBuffers();
 
-  /// BoundCall::call with the GIL released.
+  /// BoundCall::call with the GIL released; through the registry, so that a handle that
+  /// native code unbound (cyxla_unbind) raises InvalidArgument instead of running.
   bool call();
+
+  /// The bound call's handle in the C API (never 0).
+  uint64_t handle() const noexcept { return handle_; }
 
  private:
   std::unique_ptr<HeldViews> views_;
-  std::unique_ptr<BoundCall> call_;  // declared after the views: destroyed first
+  uint64_t handle_ = 0;  // released in the destructor, before the views
 };
+
+/// cyxla_call_bound for code compiled elsewhere (numba's nopython mode, through ctypes):
+/// runs the bound call `bound` and returns its cyxla_Status; a failure's message is kept
+/// for raise_bound_failure on this thread. Takes no GIL; throws nothing.
+int32_t call_by_handle(uint64_t bound) noexcept;
+
+/// Raises the Python error of `status`, a cyxla_Status that call_by_handle returned on
+/// this thread, with the message of its failure; returns for CYXLA_OK.
+void raise_bound_failure(int status);
 
 }  // namespace cyxla::python

@@ -239,6 +239,46 @@ def _bound(s: Setup) -> Loop:
     return TailLoop(lambda n, t: _benchmark.bound_loop(handle, s.aligned_inputs, s.outputs, n, t))
 
 
+@functools.cache
+def _numba_loop() -> Callable[[int, int], int]:
+    """An njit loop of n calls of a bound call by its handle: the first status not OK, or
+    OK. Compiled once per process."""
+    import numba
+
+    from cyxla.numba import OK, call_bound
+
+    @numba.njit(nogil=True)
+    def loop(handle: int, n: int) -> int:
+        for _ in range(n):
+            status = call_bound(handle)
+            if status != OK:
+                return status
+        return OK
+
+    loop(0, 0)  # compiles it, outside the rounds
+    return loop
+
+
+@path("numba", "cyxla bound call from numba's nopython mode (cyxla.numba.call_bound)")
+def _numba(s: Setup) -> Loop:
+    try:
+        loop = _numba_loop()
+    except ImportError:
+        raise Unavailable("numba is not installed") from None
+    from cyxla.numba import check
+
+    bound = s.executable.bind(s.aligned_inputs, s.outputs)  # held by the closure below
+
+    def run(n: int) -> float:
+        start = time.perf_counter()
+        status = loop(bound.handle, n)
+        seconds = time.perf_counter() - start
+        check(status)
+        return seconds
+
+    return run
+
+
 @path("bound_pjrt", "cyxla bound call, C++, kept on PJRT (CYXLA_RUNNER=pjrt)")
 def _bound_pjrt(s: Setup) -> Loop:
     handle = s.pjrt_executable.handle

@@ -57,6 +57,20 @@ class BoundCall:
         self._native: _core.BoundCall | None = _core.BoundCall(
             native, [carrier_view(a) for a in ins], [carrier_view(a) for a in outs]
         )
+        self._handle: int = self._native.handle
+
+    @property
+    def handle(self) -> int:
+        """The bound call's handle in the C API: what `cyxla_call_bound` takes (a
+        `uint64_t`), and `cyxla.numba.call_bound` in numba's nopython mode.
+
+        Compiled code that calls it runs the program on `inputs` and writes `outputs`,
+        with no Python in the call; the rules of a Python call hold (one thread at a time,
+        the arrays' memory held by this object). Once the bound call is closed or
+        collected, a call with the handle runs nothing and returns CYXLA_ERROR_RELEASED
+        (3): it never reaches freed memory. End it with `close()`, not `cyxla_unbind`.
+        """
+        return self._handle
 
     def __call__(self) -> tuple[np.ndarray, ...]:
         """Runs the program; returns `outputs` (the same arrays every time)."""
