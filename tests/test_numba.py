@@ -150,6 +150,30 @@ def test_a_bound_call_in_use_returns_busy_and_check_raises_busy_error() -> None:
     assert once(bound.handle) == OK  # free again
 
 
+def test_python_and_numba_calls_of_one_bound_call_are_never_in_it_at_once() -> None:
+    """Both doors count their calls of the handle in one place: a Python call made while a
+    numba call is in the bound call is refused as busy, and the other way round."""
+    function = jax.jit(lambda x: jax.lax.fori_loop(0, 200, lambda i, v: jnp.sin(v) + 1e-3, x))
+    executable = compiled(function, jax.ShapeDtypeStruct((64,), jnp.float64))
+    bound = executable.bind()
+    stop = np.zeros(1, np.int64)
+    other = threading.Thread(target=call_until, args=(bound.handle, stop))
+    other.start()
+    refused, deadline = 0, time.monotonic() + 10
+    while refused == 0 and time.monotonic() < deadline:
+        try:
+            bound()  # the numba thread is in a call most of the time
+        except cyxla.BusyError:
+            refused += 1
+    stop[0] = 1
+    other.join()
+    # A numba call may find a Python call in flight and be refused as well (two calls that
+    # begin at once may both be): what cannot happen is two calls running together.
+    assert refused > 0
+    (out,) = bound()  # free again, and right
+    np.testing.assert_array_equal(out, np.asarray(function(bound.inputs[0])))
+
+
 def test_a_closed_or_collected_bound_call_returns_released() -> None:
     executable = compiled(jnp.sin, jax.ShapeDtypeStruct((3,), jnp.float64))
     bound = executable.bind()

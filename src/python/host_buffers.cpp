@@ -284,12 +284,16 @@ BoundBuffers::~BoundBuffers() {
 
 bool BoundBuffers::call() {
   nb::gil_scoped_release release;
-  abi::Registry::Use use = abi::Registry::instance().use(handle_);
+  // Counted as the C API counts its calls of the handle (numba's among them), so that a
+  // call from Python and one from C are never in the bound call at once.
+  abi::Registry::Use use = abi::Registry::instance().call(handle_);
   if (use.entry() == nullptr) {
     throw Error(ErrorKind::InvalidArgument,
                 "the bound call was unbound (cyxla_unbind of its handle)");
   }
-  return use.entry()->bound->call();
+  if (!use.alone()) return false;
+  use.entry()->bound->call_alone();
+  return true;
 }
 
 namespace {

@@ -85,7 +85,8 @@ class BoundBuffers {
   /// Unbinds (waiting for a call in flight on another thread), then releases the views.
   ~BoundBuffers();
 
-  /// BoundCall::call with the GIL released; through the registry, so that a handle that
+  /// BoundCall::call with the GIL released; through the registry, as cyxla_call_bound, so
+  /// that a call from Python and one from C (numba) are one at a time, and a handle that
   /// native code unbound (cyxla_unbind) raises InvalidArgument instead of running.
   bool call();
 
