@@ -228,13 +228,14 @@ def test_jaxlibs_lapack_targets_load_in_a_python_process(tmp_path: Path) -> None
         table().release_program(handle)
 
 
-def test_a_lapack_target_without_python_is_refused_saying_how(tmp_path: Path) -> None:
-    f32 = jnp.float32
-    solve = cx.lower(
-        jnp.linalg.solve, [jax.ShapeDtypeStruct((3, 3), f32), jax.ShapeDtypeStruct((3,), f32)]
-    )
-    assert "lapack_sgetrf_ffi" in solve.custom_calls
-    path = save(solve, tmp_path / "lapack.cyxla")
+def test_a_lapack_target_cyxla_does_not_cover_without_python_is_refused_saying_how(
+    tmp_path: Path,
+) -> None:
+    """cyxla's own handlers cover jnp.linalg.solve's targets (tests/test_lapack_handlers.py
+    runs one without Python); eigvals' geev is still jaxlib's alone."""
+    eigvals = cx.lower(jnp.linalg.eigvals, [jax.ShapeDtypeStruct((3, 3), jnp.float32)])
+    assert "lapack_sgeev_ffi" in eigvals.custom_calls
+    path = save(eigvals, tmp_path / "lapack.cyxla")
     # A process where cyxla.initialize never ran (so jaxlib's handlers were never
     # registered): the C API through libcyxla's own export, as a C program calls it.
     code = f"""
@@ -254,8 +255,8 @@ print(status, error.message.decode())
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"{INVALID_ARGUMENT} "), result.stdout
-    assert "'lapack_sgetrf_ffi'" in result.stdout
-    assert "one of jaxlib's LAPACK targets" in result.stdout
+    assert "'lapack_sgeev_ffi'" in result.stdout
+    assert "one of jaxlib's LAPACK targets that cyxla's own handlers do not cover" in result.stdout
 
 
 def _plugin() -> str:

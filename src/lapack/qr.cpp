@@ -1,0 +1,94 @@
+// geqrf and orgqr/ungqr: the QR factorisation (jnp.linalg.qr) as Householder reflectors,
+// and Q built from them (also jax.lax.linalg.householder_product). geqrf: operand x
+// (batch..., m, n); results x_out (x's dims) and tau (batch..., min(m, n)). orgqr: operands
+// x (batch..., m, n) with m >= n and tau (batch..., k) with k <= n; result x_out. Neither
+// reports an info. The workspace is the size LAPACK asks for, as jaxlib's: LAPACK
+// blocks its work by it, so another size could round differently.
+#include <algorithm>
+
+#include "lapack/call.hpp"
+#include "lapack/handlers.hpp"
+
+namespace cyxla::lapack {
+
+template <typename T>
+xla_ffi::Error* geqrf(xla_ffi::CallFrame* frame) noexcept {
+  return run_handler(frame, "geqrf", Element<T>::letter, [&](const Call& call) {
+    call.expect_counts(1, 2);
+    const Array x = call.operand(0, Element<T>::dtype, "x");
+    const Matrices m = call.matrices(x);
+    const Array out = call.result(0, Element<T>::dtype, "x_out");
+    const Array tau = call.result(1, Element<T>::dtype, "tau");
+    const lapack_int k = std::min(m.rows, m.cols);
+    call.expect_dims(out, m.batch_dims, {m.rows, m.cols});
+    call.expect_dims(tau, m.batch_dims, {k});
+    auto* fn = routines_of<T>(call.library()).geqrf;
+
+    auto* a = static_cast<T*>(out.data);
+    copy_unless_same(static_cast<const T*>(x.data), a, m.batch * m.size());
+    if (m.batch == 0) return;
+    const lapack_int lda = std::max(1, m.rows);
+    lapack_int info = 0;
+    T query{};
+    const lapack_int ask = -1;
+    fn(&m.rows, &m.cols, nullptr, &lda, nullptr, &query, &ask, &info);
+    if (info != 0) call.refuse("the workspace query failed with info " + std::to_string(info));
+    const lapack_int lwork = work_size(call, query);
+    const auto work = workspace<T>(lwork);
+    auto* taus = static_cast<T*>(tau.data);
+    for (int64_t i = 0; i < m.batch; ++i) {
+      fn(&m.rows, &m.cols, a + i * m.size(), &lda, taus + i * k, work.get(), &lwork, &info);
+    }
+  });
+}
+
+template <typename T>
+xla_ffi::Error* orgqr(xla_ffi::CallFrame* frame) noexcept {
+  return run_handler(frame, is_complex<T> ? "ungqr" : "orgqr", Element<T>::letter,
+                     [&](const Call& call) {
+    call.expect_counts(2, 1);
+    const Array x = call.operand(0, Element<T>::dtype, "x");
+    const Matrices m = call.matrices(x);
+    const Array tau = call.operand(1, Element<T>::dtype, "tau");
+    if (tau.dims.empty()) call.refuse("tau is a scalar, expected a vector or a batch of them");
+    const int64_t k = tau.dims.back();
+    call.expect_dims(tau, m.batch_dims, {k});
+    if (m.rows < m.cols || m.cols < k) {
+      call.refuse("x holds " + std::to_string(m.rows) + "x" + std::to_string(m.cols) +
+                  " matrices and tau " + std::to_string(k) +
+                  " reflectors each, expected rows >= columns >= reflectors");
+    }
+    const Array out = call.result(0, Element<T>::dtype, "x_out");
+    call.expect_dims(out, m.batch_dims, {m.rows, m.cols});
+    auto* fn = routines_of<T>(call.library()).orgqr;
+
+    auto* a = static_cast<T*>(out.data);
+    copy_unless_same(static_cast<const T*>(x.data), a, m.batch * m.size());
+    if (m.batch == 0) return;
+    const auto reflectors = static_cast<lapack_int>(k);
+    const lapack_int lda = std::max(1, m.rows);
+    lapack_int info = 0;
+    T query{};
+    const lapack_int ask = -1;
+    fn(&m.rows, &m.cols, &reflectors, nullptr, &lda, nullptr, &query, &ask, &info);
+    if (info != 0) call.refuse("the workspace query failed with info " + std::to_string(info));
+    const lapack_int lwork = work_size(call, query);
+    const auto work = workspace<T>(lwork);
+    const auto* taus = static_cast<const T*>(tau.data);
+    for (int64_t i = 0; i < m.batch; ++i) {
+      fn(&m.rows, &m.cols, &reflectors, a + i * m.size(), &lda, taus + i * k, work.get(),
+         &lwork, &info);
+    }
+  });
+}
+
+template xla_ffi::Error* geqrf<float>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* geqrf<double>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* geqrf<c64>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* geqrf<c128>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* orgqr<float>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* orgqr<double>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* orgqr<c64>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* orgqr<c128>(xla_ffi::CallFrame*) noexcept;
+
+}  // namespace cyxla::lapack
