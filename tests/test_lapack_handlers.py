@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import cyxla as cx
+from cyxla import _core
 from cyxla._ffi import registry
+from cyxla._ffi import sources as ffi_sources
 
-from support import x64_mode
+from support import run_python, x64_mode
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 LETTER = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
@@ -254,3 +258,315 @@ def test_same_bits_as_jaxlibs_handler(
         assert bits(a) == bits(b), f"result {i} of {target}: {a} != {b}"
     if kind in ("singular", "indefinite") and m == n:
         assert np.all(ours[-1] > 0), "LAPACK's info reports the failure"
+
+
+# ------------------------------------------------------------------ what a handler refuses
+
+
+def custom_call(
+    target: str,
+    operands: Sequence[np.ndarray],
+    results: Sequence[tuple[tuple[int, ...], str]],
+    **attributes: Any,
+) -> tuple[np.ndarray, ...]:
+    """Runs one call of `target` through cyxla with any operands, results and attributes
+    (as a program file may say), column-major as jaxlib lays matrices out."""
+    call = jax.ffi.ffi_call(
+        target,
+        [jax.ShapeDtypeStruct(s, np.dtype(t)) for s, t in results],
+        input_layouts=[layout(a.shape) for a in operands],
+        output_layouts=[layout(s) for s, _ in results],
+        vmap_method="sequential",
+    )
+    with x64_mode(True):
+        return _run_cyxla(lambda *args: call(*args, **attributes), operands)
+
+
+F32 = "float32"
+SQUARE = np.eye(3, dtype=np.float32) * 2
+L = np.uint8(ord("L"))
+
+REFUSALS = [
+    pytest.param(
+        "lapack_spotrf_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((), "int32")],
+        {"uplo": np.uint8(88)},
+        "the attribute 'uplo' is 88, expected the code of 'L', 'U'",
+        id="attribute-value",
+    ),
+    pytest.param(
+        "lapack_spotrf_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((), "int32")],
+        {},
+        "the attribute 'uplo' is missing",
+        id="attribute-missing",
+    ),
+    pytest.param(
+        "lapack_spotrf_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((), "int32")],
+        {"uplo": np.int32(76)},
+        "the attribute 'uplo' is not a uint8 scalar",
+        id="attribute-type",
+    ),
+    pytest.param(
+        "lapack_spotrf_ffi",
+        [np.ones((3, 2), np.float32)],
+        [((3, 2), F32), ((), "int32")],
+        {"uplo": L},
+        "x holds 3x2 matrices, expected square ones",
+        id="not-square",
+    ),
+    pytest.param(
+        "lapack_sgetrf_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((3,), "int32"), ((), F32)],
+        {},
+        "result 2 (info) is float32, expected int32",
+        id="result-dtype",
+    ),
+    pytest.param(
+        "lapack_sgetrf_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((4,), "int32"), ((), "int32")],
+        {},
+        "ipiv has the dimensions [4], expected [3]",
+        id="result-dims",
+    ),
+    pytest.param(
+        "lapack_sgetrf_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((3,), "int32")],
+        {},
+        "takes 1 operands and 3 results, the program passes 1 and 2",
+        id="result-count",
+    ),
+    pytest.param(
+        "lapack_sgetrf_ffi",
+        [np.ones(3, np.float32)],
+        [((3,), F32), ((1,), "int32"), ((), "int32")],
+        {},
+        "x has the dimensions [3], expected a matrix or a batch of them",
+        id="rank",
+    ),
+    pytest.param(
+        "lapack_dgetrf_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((3,), "int32"), ((), "int32")],
+        {},
+        "operand 0 (x) is float32, expected float64",
+        id="operand-dtype",
+    ),
+    pytest.param(
+        "lapack_sorgqr_ffi",
+        [np.ones((3, 2), np.float32), np.ones(3, np.float32)],
+        [((3, 2), F32)],
+        {},
+        "x holds 3x2 matrices and tau 3 reflectors each, expected rows >= columns >= reflectors",
+        id="reflectors",
+    ),
+    pytest.param(
+        "lapack_strsm_ffi",
+        [np.eye(2, dtype=np.float32), np.ones((3, 1), np.float32)],
+        [((3, 1), F32)],
+        {"side": L, "uplo": L, "trans_x": np.uint8(ord("N")), "diag": np.uint8(ord("N"))},
+        "a has the dimensions [2, 2], expected [3, 3]",
+        id="trsm-side",
+    ),
+    pytest.param(
+        "lapack_ssyevd_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((3,), "complex64"), ((), "int32")],
+        {"uplo": L, "mode": np.uint8(ord("V"))},
+        "result 1 (eigenvalues) is complex64, expected float32",
+        id="eigenvalues-dtype",
+    ),
+    pytest.param(
+        "lapack_sgesdd_ffi",
+        [SQUARE],
+        [((3, 3), F32), ((3,), F32), ((3, 3), F32), ((3, 3), F32), ((), "int32")],
+        {"mode": np.uint8(ord("O"))},
+        "the mode 'O' (U or V^H overwriting x) is not supported",
+        id="svd-mode",
+    ),
+    pytest.param(
+        "lapack_sgesdd_ffi",
+        [np.ones((4, 2), np.float32)],
+        [((4, 2), F32), ((2,), F32), ((4, 2), F32), ((2, 2), F32), ((), "int32")],
+        {"mode": np.uint8(ord("A"))},
+        "u has the dimensions [4, 2], expected [4, 4]",
+        id="svd-u",
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "operands", "results", "attributes", "message"), REFUSALS)
+def test_a_call_that_breaks_the_contract_is_refused_naming_what(
+    target: str,
+    operands: list[np.ndarray],
+    results: list[tuple[tuple[int, ...], str]],
+    attributes: dict[str, Any],
+    message: str,
+) -> None:
+    """Operands, results and attributes come from the program (a file, perhaps): the
+    handler checks each against its target's contract before LAPACK sees it, and fails
+    the call with an error that names the target and what it expected."""
+    with pytest.raises(cx.PjrtError) as error:
+        custom_call(target, operands, results, **attributes)
+    assert f"{target}: {message}" in str(error.value)
+
+
+# ------------------------------------------------------------------ jnp.linalg, end to end
+
+
+def _systems(dtype: str, kind: str = "general") -> np.ndarray:
+    return matrix(kind, (3, 5, 5), dtype, 7)
+
+
+END_TO_END = {
+    "solve": (jnp.linalg.solve, ("general", "rhs")),
+    "solve-singular": (jnp.linalg.solve, ("singular", "rhs")),
+    "inv": (jnp.linalg.inv, ("general",)),
+    "det": (jnp.linalg.det, ("general",)),
+    "slogdet": (jnp.linalg.slogdet, ("general",)),
+    "lu": (jax.lax.linalg.lu, ("general",)),
+    "cholesky": (jnp.linalg.cholesky, ("spd",)),
+    "cholesky-indefinite": (jnp.linalg.cholesky, ("indefinite",)),
+    "cho_solve": (
+        lambda a, b: jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(a), True), b),
+        ("spd", "rhs"),
+    ),
+    "solve_triangular": (
+        lambda a, b: jax.scipy.linalg.solve_triangular(a, b, trans=2),
+        ("general", "rhs"),
+    ),
+    "qr": (jnp.linalg.qr, ("general",)),
+    "qr-complete": (lambda a: jnp.linalg.qr(a[:, :, :3], mode="complete"), ("general",)),
+    "eigh": (jnp.linalg.eigh, ("spd",)),
+    "eigvalsh": (jnp.linalg.eigvalsh, ("spd",)),
+    "svd": (jnp.linalg.svd, ("general",)),
+    "svd-thin": (lambda a: jnp.linalg.svd(a[:, :, :3], full_matrices=False), ("general",)),
+    "svdvals": (lambda a: jnp.linalg.svd(a, compute_uv=False), ("general",)),
+    # Not pinv and the like: their matrix products round differently in the plugin's XLA
+    # than in jaxlib's (tests/test_linalg.py holds them to a tolerance).
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", END_TO_END)
+def test_jnp_linalg_gives_jax_jits_bits(name: str, dtype: str) -> None:
+    """The whole function, cyxla's handlers inside the plugin's code against jax.jit
+    (jaxlib's handlers inside jaxlib's XLA): the same bits, NaN where JAX fills a failed
+    factorisation with NaN (an indefinite Cholesky, a singular solve)."""
+    fn, kinds = END_TO_END[name]
+    with x64_mode(True):
+        args = [
+            matrix("general", (3, 5, 2), dtype, 8) if k == "rhs" else _systems(dtype, k)
+            for k in kinds
+        ]
+        program = cx.lower(fn, args)
+        executable, _ = cx.compile_program(program)
+        ours = executable.run(args)
+        theirs = [np.asarray(leaf) for leaf in jax.tree.leaves(jax.jit(fn)(*args))]
+    assert set(program.custom_calls) & ffi_sources.cyxla_lapack_targets()
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        assert a.dtype == b.dtype and a.shape == b.shape, i
+        assert bits(a) == bits(b), f"output {i}: {a} != {b}"
+    if name.endswith(("singular", "indefinite")):
+        assert np.isnan(ours[0]).any()
+
+
+# ------------------------------------------------------------------ which LAPACK, and whose
+
+
+def test_a_python_process_calls_the_lapack_scipy_carries() -> None:
+    """jaxlib's handlers call SciPy's OpenBLAS (through scipy.linalg.cython_lapack): cyxla's
+    prefer that library in a Python process, which is why the bits above agree."""
+    cx.initialize(platform="cpu")
+    library = ffi_sources.scipy_lapack()
+    assert library is not None and "scipy_openblas" in library
+    assert _core.lapack_library() == library
+    assert _core.lapack_candidates()[0] == library
+
+
+def test_cyxla_lapack_is_the_only_candidate_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CYXLA_LAPACK", "/opt/lapack/liblapack.so.3")
+    assert _core.lapack_candidates() == ["/opt/lapack/liblapack.so.3"]
+    monkeypatch.delenv("CYXLA_LAPACK")
+    candidates = _core.lapack_candidates()
+    assert candidates[-5:] == [
+        "libopenblas.so.0",
+        "liblapack.so.3",
+        "libflexiblas.so.3",
+        "libopenblas.so",
+        "liblapack.so",
+    ]
+
+
+_SOLVE = """
+import jax, jax.numpy as jnp, numpy as np, cyxla as cx
+program = cx.lower(jnp.linalg.solve, [jax.ShapeDtypeStruct((3, 3), jnp.float32)] * 2)
+try:
+    cx.compile_program(program)
+except cx.UnsupportedProgramError as error:
+    print(error)
+"""
+
+
+@pytest.mark.parametrize(
+    ("library", "why"),
+    [
+        ("libm.so.6", "libm.so.6 (it has no dgetrf_ (nor scipy_dgetrf_)"),
+        ("/no/such/liblapack.so", "/no/such/liblapack.so (/no/such/liblapack.so: cannot open"),
+        # NumPy's OpenBLAS: ILP64 (64-bit integers), its symbols end in 64_.
+        ("numpy", "not a LAPACK with 32-bit integers"),
+    ],
+)
+def test_a_library_that_is_not_a_usable_lapack_is_refused_at_compile(
+    library: str, why: str
+) -> None:
+    if library == "numpy":
+        libs = Path(np.__file__).parents[1] / "numpy.libs"
+        library = str(next(libs.glob("libscipy_openblas64_*.so")))
+    result = run_python(_SOLVE, {"CYXLA_LAPACK": library})
+    assert result.returncode == 0, result.stderr
+    assert "calls the LAPACK target 'lapack_sgetrf_ffi', whose handler (cyxla's) needs" in (
+        result.stdout
+    )
+    assert "the LAPACK library that CYXLA_LAPACK names cannot be used: " in result.stdout
+    assert why in result.stdout
+
+
+def test_jaxlibs_handlers_of_cyxlas_targets_are_never_registered() -> None:
+    """XLA keeps the first handler of a name and drops a second registration without an
+    error, so a registry that registered jaxlib's too would misreport whose handler runs:
+    cyxla's are registered as the runtime is created, and the registry leaves the names
+    to them. Checked here with a call that each handler refuses in its own words: after a
+    second registration, of jaxlib's handler, taken without complaint, cyxla's still runs."""
+    code = """
+    import jax, numpy as np, cyxla as cx
+    from cyxla import _core
+    from cyxla._ffi import registry
+    from cyxla._ffi.targets import target_from
+    from jaxlib.cpu import _lapack
+    loaded = cx.initialize(platform="cpu")
+    assert registry.registrations()["lapack_spotrf_ffi"].origin == "cyxla"
+    _lapack.initialize()
+    capsule = _lapack.registrations()["lapack_spotrf_ffi"]
+    jaxlib = target_from("lapack_spotrf_ffi", capsule, "cpu", 1, 0, origin="jaxlib")
+    _core.register_ffi_handler(loaded.plugin, "lapack_spotrf_ffi", jaxlib.handler, "Host", 0)
+    a = np.eye(2, dtype=np.float32)
+    shapes = [jax.ShapeDtypeStruct((2, 2), np.float32), jax.ShapeDtypeStruct((), np.int32)]
+    call = jax.ffi.ffi_call("lapack_spotrf_ffi", shapes)
+    program = cx.lower(lambda x: call(x, uplo=np.uint8(88)), [a])
+    try:
+        cx.compile_program(program)[0].run([a])
+    except cx.PjrtError as error:
+        print(error)
+    """
+    result = run_python(code, {"CYXLA_CACHE_DIR": ""})
+    assert result.returncode == 0, result.stderr
+    assert "lapack_spotrf_ffi: the attribute 'uplo' is 88, expected" in result.stdout
