@@ -30,7 +30,7 @@ from support import run_python, x64_mode
 DTYPES = ("float32", "float64", "complex64", "complex128")
 LETTER = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
-BATCHES = [(), (3,), (2, 2)]
+BATCHES = [(), (2, 3)]
 I32 = np.dtype(np.int32)
 
 

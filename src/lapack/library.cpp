@@ -170,8 +170,8 @@ const Library* search(std::string* why) {
                      ". Install one (Debian/Ubuntu: apt-get install libopenblas0 or "
                      "liblapack3; or pip install scipy-openblas32 and set " +
                      std::string(kLibraryVariable) +
-                     " to the file that python -c \"import scipy_openblas32 as s; "
-                     "print(s.get_library_path())\" names), or set " +
+                     " to its libscipy_openblas.so, in the folder that python -c \"import "
+                     "scipy_openblas32 as s; print(s.get_lib_dir())\" names), or set " +
                      std::string(kLibraryVariable) + " to a LAPACK library file";
   }
   return nullptr;
