@@ -126,10 +126,80 @@ def compiled_forms() -> None:
             write("elf_object", f"{name}-{number}.o", obj["contents"])
 
 
+def lapack_frames() -> None:
+    """One well-formed float32 call of each routine, in fuzz/lapack_handlers.cpp's byte
+    layout: target, operand and result counts, each buffer (element type, rank,
+    dimensions, contents, kind), then the attributes (name, kind, code)."""
+    dtypes = {"f32": 0, "s32": 4}
+    names = ["uplo", "mode", "side", "trans_x", "diag", "other"]
+    codes = "LUNVASOTCRX"
+
+    def buffer(dtype: str, *dims: int) -> bytes:
+        count = 1
+        for d in dims:
+            count *= d
+        if dtype == "f32":
+            # A diagonally dominant matrix (or vector): every routine succeeds on it.
+            values = [4.0 if i % (dims[-1] + 1) == 0 else 0.5 for i in range(count)]
+            contents = struct.pack(f"<{count}f", *values)
+        else:
+            contents = bytes(4 * count)
+        return bytes([dtypes[dtype], len(dims), *dims]) + contents + bytes([1])
+
+    def frame(target: int, operands: list[bytes], results: list[bytes], **attributes: str):
+        data = bytes([target, len(operands), len(results)]) + b"".join(operands + results)
+        data += bytes([len(attributes)])
+        for name, code in attributes.items():
+            data += bytes([names.index(name), 1, codes.index(code)])
+        return data
+
+    seeds = {
+        "getrf": frame(
+            0,
+            [buffer("f32", 2, 3, 3)],
+            [buffer("f32", 2, 3, 3), buffer("s32", 2, 3), buffer("s32", 2)],
+        ),
+        "trsm": frame(
+            4,
+            [buffer("f32", 3, 3), buffer("f32", 3, 2)],
+            [buffer("f32", 3, 2)],
+            side="L",
+            uplo="L",
+            trans_x="N",
+            diag="N",
+        ),
+        "potrf": frame(8, [buffer("f32", 3, 3)], [buffer("f32", 3, 3), buffer("s32")], uplo="L"),
+        "geqrf": frame(12, [buffer("f32", 4, 3)], [buffer("f32", 4, 3), buffer("f32", 3)]),
+        "orgqr": frame(16, [buffer("f32", 4, 3), buffer("f32", 3)], [buffer("f32", 4, 3)]),
+        "syevd": frame(
+            20,
+            [buffer("f32", 3, 3)],
+            [buffer("f32", 3, 3), buffer("f32", 3), buffer("s32")],
+            uplo="L",
+            mode="V",
+        ),
+        "gesdd": frame(
+            24,
+            [buffer("f32", 4, 3)],
+            [
+                buffer("f32", 4, 3),
+                buffer("f32", 3),
+                buffer("f32", 4, 4),
+                buffer("f32", 3, 3),
+                buffer("s32"),
+            ],
+            mode="A",
+        ),
+    }
+    for name, data in seeds.items():
+        write("lapack_handlers", name, data)
+
+
 if __name__ == "__main__":
     program_files()
     cache_entries()
     json_texts()
     hlo_modules()
     compiled_forms()
+    lapack_frames()
     sys.exit(0)

@@ -38,6 +38,16 @@ xla_ffi::Error* make_error(const xla_ffi::CallFrame* frame, int code,
   return frame->api->error_create(&args);
 }
 
+xla_ffi::Error* make_error(const xla_ffi::CallFrame* frame, std::string_view family, char letter,
+                           int code, const char* why) noexcept {
+  try {
+    return make_error(frame, code, Call(frame, family, letter).target() + ": " + why);
+  } catch (...) {
+    xla_ffi::ErrorCreateArgs args{sizeof(xla_ffi::ErrorCreateArgs), nullptr, why, code};
+    return frame->api->error_create(&args);
+  }
+}
+
 std::string Call::target() const {
   return "lapack_" + std::string(1, letter_) + std::string(family_) + "_ffi";
 }

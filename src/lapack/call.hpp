@@ -150,6 +150,10 @@ xla_ffi::Error* run_handler(xla_ffi::CallFrame* frame, std::string_view family, 
 /// An FFI error for `frame` with `code` and `message` (XLA copies the message).
 xla_ffi::Error* make_error(const xla_ffi::CallFrame* frame, int code,
                            const std::string& message) noexcept;
+/// An FFI error "lapack_<letter><family>_ffi: <why>", or `why` alone where even that
+/// string cannot be made (out of memory).
+xla_ffi::Error* make_error(const xla_ffi::CallFrame* frame, std::string_view family, char letter,
+                           int code, const char* why) noexcept;
 
 template <typename Body>
 xla_ffi::Error* run_handler(xla_ffi::CallFrame* frame, std::string_view family, char letter,
@@ -166,10 +170,10 @@ xla_ffi::Error* run_handler(xla_ffi::CallFrame* frame, std::string_view family, 
   } catch (const Refusal& refusal) {
     return make_error(frame, refusal.code, refusal.message);
   } catch (const std::bad_alloc&) {
-    return make_error(frame, xla_ffi::kErrorResourceExhausted,
-                      "out of memory for the workspace of a LAPACK call");
+    return make_error(frame, family, letter, xla_ffi::kErrorResourceExhausted,
+                      "out of memory for the call's workspace");
   } catch (...) {
-    return make_error(frame, xla_ffi::kErrorUnknown, "a LAPACK handler failed");
+    return make_error(frame, family, letter, xla_ffi::kErrorUnknown, "the handler failed");
   }
 }
 
