@@ -51,7 +51,9 @@ const ffi::Api kApi = {sizeof(ffi::Api), nullptr, {sizeof(ffi::ApiVersion), null
 constexpr int kDtypes[] = {ffi::kDataTypeF32, ffi::kDataTypeF64,  ffi::kDataTypeC64,
                            ffi::kDataTypeC128, ffi::kDataTypeS32, ffi::kDataTypeU8};
 constexpr size_t kBytesOf[] = {4, 8, 8, 16, 4, 1};
-const char* const kNames[] = {"uplo", "mode", "side", "trans_x", "diag", "other"};
+const char* const kNames[] = {"uplo", "mode",         "side",          "trans_x", "diag",
+                              "sort", "compute_left", "compute_right", "low",     "high",
+                              "other"};
 constexpr char kCodes[] = {'L', 'U', 'N', 'V', 'A', 'S', 'O', 'T', 'C', 'R', 'X', 0};
 
 /// One buffer of the frame: its dimensions and memory.
@@ -83,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto targets = cyxla::lapack::targets();
   const cyxla::lapack::Target& target = targets[in.next() % targets.size()];
 
-  const size_t operands = in.next() % 4, results = in.next() % 7;
+  const size_t operands = in.next() % 5, results = in.next() % 7;
   std::vector<Buffer> buffers(operands + results);
   std::vector<int> types(buffers.size());
   std::vector<void*> values(buffers.size());
@@ -105,8 +107,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     name_pointers[i] = &names[i];
     const uint8_t shape = in.next();
     attribute_types[i] = shape % 5 == 0 ? 4 : 3;  // now and then a string, not a scalar
-    payloads[i] = kCodes[in.next() % std::size(kCodes)];
-    scalars[i] = {shape % 7 == 0 ? ffi::kDataTypeS32 : ffi::kDataTypeU8, &payloads[i]};
+    const uint8_t value = in.next();
+    const bool int32 = shape % 7 == 0;  // gehrd's low and high, or a wrong type
+    payloads[i] = int32 ? value % 8 : kCodes[value % std::size(kCodes)];
+    scalars[i] = {int32 ? ffi::kDataTypeS32 : ffi::kDataTypeU8, &payloads[i]};
     attribute_values[i] = &scalars[i];
   }
 

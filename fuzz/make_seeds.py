@@ -12,6 +12,7 @@ import struct
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -130,8 +131,9 @@ def lapack_frames() -> None:
     """One well-formed float32 call of each routine, in fuzz/lapack_handlers.cpp's byte
     layout: target, operand and result counts, each buffer (element type, rank,
     dimensions, contents, kind), then the attributes (name, kind, code)."""
-    dtypes = {"f32": 0, "s32": 4}
-    names = ["uplo", "mode", "side", "trans_x", "diag", "other"]
+    dtypes = {"f32": 0, "c64": 2, "s32": 4}
+    names = ["uplo", "mode", "side", "trans_x", "diag", "sort", "compute_left", "compute_right"]
+    names += ["low", "high", "other"]
     codes = "LUNVASOTCRX"
 
     def buffer(dtype: str, *dims: int) -> bytes:
@@ -142,15 +144,18 @@ def lapack_frames() -> None:
             # A diagonally dominant matrix (or vector): every routine succeeds on it.
             values = [4.0 if i % (dims[-1] + 1) == 0 else 0.5 for i in range(count)]
             contents = struct.pack(f"<{count}f", *values)
-        else:
-            contents = bytes(4 * count)
+        else:  # complex64 zeros (8 bytes), int32 zeros (4 bytes)
+            contents = bytes((8 if dtype == "c64" else 4) * count)
         return bytes([dtypes[dtype], len(dims), *dims]) + contents + bytes([1])
 
-    def frame(target: int, operands: list[bytes], results: list[bytes], **attributes: str):
+    def frame(target: int, operands: list[bytes], results: list[bytes], **attributes: Any):
         data = bytes([target, len(operands), len(results)]) + b"".join(operands + results)
         data += bytes([len(attributes)])
         for name, code in attributes.items():
-            data += bytes([names.index(name), 1, codes.index(code)])
+            if isinstance(code, int):  # an int32 attribute: the kind byte 7 says so
+                data += bytes([names.index(name), 7, code])
+            else:
+                data += bytes([names.index(name), 1, codes.index(code)])
         return data
 
     seeds = {
@@ -189,6 +194,63 @@ def lapack_frames() -> None:
                 buffer("s32"),
             ],
             mode="A",
+        ),
+        "geev": frame(
+            28,
+            [buffer("f32", 3, 3)],
+            [
+                buffer("f32", 3),
+                buffer("f32", 3),
+                buffer("c64", 3, 3),
+                buffer("c64", 3, 3),
+                buffer("s32"),
+            ],
+            compute_left="V",
+            compute_right="V",
+        ),
+        "gees": frame(
+            32,
+            [buffer("f32", 3, 3)],
+            [
+                buffer("f32", 3, 3),
+                buffer("f32", 3, 3),
+                buffer("f32", 3),
+                buffer("f32", 3),
+                buffer("s32"),
+                buffer("s32"),
+            ],
+            mode="V",
+            sort="N",
+        ),
+        "gehrd": frame(
+            36,
+            [buffer("f32", 3, 3)],
+            [buffer("f32", 3, 3), buffer("f32", 2), buffer("s32")],
+            low=1,
+            high=3,
+        ),
+        "sytrd": frame(
+            40,
+            [buffer("f32", 3, 3)],
+            [
+                buffer("f32", 3, 3),
+                buffer("f32", 3),
+                buffer("f32", 2),
+                buffer("f32", 2),
+                buffer("s32"),
+            ],
+            uplo="L",
+        ),
+        "gtsv": frame(
+            44,
+            [buffer("f32", 4), buffer("f32", 4), buffer("f32", 4), buffer("f32", 4, 2)],
+            [
+                buffer("f32", 4),
+                buffer("f32", 4),
+                buffer("f32", 4),
+                buffer("f32", 4, 2),
+                buffer("s32"),
+            ],
         ),
     }
     for name, data in seeds.items():

@@ -231,11 +231,14 @@ def test_jaxlibs_lapack_targets_load_in_a_python_process(tmp_path: Path) -> None
 def test_a_lapack_target_cyxla_does_not_cover_without_python_is_refused_saying_how(
     tmp_path: Path,
 ) -> None:
-    """cyxla's own handlers cover jnp.linalg.solve's targets (tests/test_lapack_handlers.py
-    runs one without Python); eigvals' geev is still jaxlib's alone."""
-    eigvals = cx.lower(jnp.linalg.eigvals, [jax.ShapeDtypeStruct((3, 3), jnp.float32)])
-    assert "lapack_sgeev_ffi" in eigvals.custom_calls
-    path = save(eigvals, tmp_path / "lapack.cyxla")
+    """cyxla's own handlers cover jnp.linalg.solve's targets (tests/test_standalone_examples.py
+    runs one without Python); a pivoted QR's geqp3 is still jaxlib's alone."""
+    pivoted = cx.lower(
+        lambda a: jax.scipy.linalg.qr(a, pivoting=True),
+        [jax.ShapeDtypeStruct((3, 3), jnp.float32)],
+    )
+    assert "lapack_sgeqp3_ffi" in pivoted.custom_calls
+    path = save(pivoted, tmp_path / "lapack.cyxla")
     # A process where cyxla.initialize never ran (so jaxlib's handlers were never
     # registered): the C API through libcyxla's own export, as a C program calls it.
     code = f"""
@@ -255,7 +258,7 @@ print(status, error.message.decode())
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"{INVALID_ARGUMENT} "), result.stdout
-    assert "'lapack_sgeev_ffi'" in result.stdout
+    assert "'lapack_sgeqp3_ffi'" in result.stdout
     assert "one of jaxlib's LAPACK targets that cyxla's own handlers do not cover" in result.stdout
 
 

@@ -146,7 +146,7 @@ void Call::expect_dims(const Array& array, std::span<const int64_t> batch_dims,
   }
 }
 
-char Call::char_attribute(std::string_view name, std::string_view allowed) const {
+const void* Call::scalar_attribute(std::string_view name, int dtype, const char* type) const {
   const xla_ffi::Attrs& attrs = frame_->attrs;
   const auto* types = static_cast<const int*>(attrs.types);
   const auto* const* names = static_cast<const xla_ffi::ByteSpan* const*>(attrs.names);
@@ -156,21 +156,32 @@ char Call::char_attribute(std::string_view name, std::string_view allowed) const
     const xla_ffi::ByteSpan* n = names[i];
     if (n == nullptr || n->ptr == nullptr || std::string_view(n->ptr, n->len) != name) continue;
     const auto* scalar = static_cast<const xla_ffi::Scalar*>(attrs.attrs[i]);
-    if (types[i] != xla_ffi::kAttrScalar || scalar == nullptr ||
-        scalar->dtype != xla_ffi::kDataTypeU8 || scalar->value == nullptr) {
-      refuse("the attribute '" + std::string(name) + "' is not a uint8 scalar");
+    if (types[i] != xla_ffi::kAttrScalar || scalar == nullptr || scalar->dtype != dtype ||
+        scalar->value == nullptr) {
+      refuse("the attribute '" + std::string(name) + "' is not " + type + " scalar");
     }
-    const char value = static_cast<char>(*static_cast<const uint8_t*>(scalar->value));
-    if (value == '\0' || allowed.find(value) == std::string_view::npos) {
-      std::string options;
-      for (const char c : allowed) options += (options.empty() ? "'" : ", '") + std::string(1, c) + "'";
-      refuse("the attribute '" + std::string(name) + "' is " +
-             std::to_string(static_cast<unsigned>(static_cast<uint8_t>(value))) +
-             ", expected the code of " + options);
-    }
-    return value;
+    return scalar->value;
   }
   refuse("the attribute '" + std::string(name) + "' is missing");
+}
+
+char Call::char_attribute(std::string_view name, std::string_view allowed) const {
+  const void* scalar = scalar_attribute(name, xla_ffi::kDataTypeU8, "a uint8");
+  const char value = static_cast<char>(*static_cast<const uint8_t*>(scalar));
+  if (value == '\0' || allowed.find(value) == std::string_view::npos) {
+    std::string options;
+    for (const char c : allowed) options += (options.empty() ? "'" : ", '") + std::string(1, c) + "'";
+    refuse("the attribute '" + std::string(name) + "' is " +
+           std::to_string(static_cast<unsigned>(static_cast<uint8_t>(value))) +
+           ", expected the code of " + options);
+  }
+  return value;
+}
+
+int32_t Call::int_attribute(std::string_view name) const {
+  int32_t value = 0;
+  std::memcpy(&value, scalar_attribute(name, xla_ffi::kDataTypeS32, "an int32"), sizeof value);
+  return value;
 }
 
 const Library& Call::library() const {

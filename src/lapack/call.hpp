@@ -102,6 +102,8 @@ class Call {
   /// The 8-bit attribute `name` (jaxlib's enums: 'L', 'U', ...), refused unless it is
   /// present and one of `allowed`.
   char char_attribute(std::string_view name, std::string_view allowed) const;
+  /// The int32 attribute `name`, refused unless present.
+  int32_t int_attribute(std::string_view name) const;
 
   /// The LAPACK library; refused (FAILED_PRECONDITION) with what was tried when there is
   /// none.
@@ -110,6 +112,8 @@ class Call {
   [[noreturn]] void refuse(const std::string& why, int code = xla_ffi::kErrorInvalidArgument) const;
 
  private:
+  /// The scalar attribute `name` of `dtype`, refused unless present and so.
+  const void* scalar_attribute(std::string_view name, int dtype, const char* type) const;
   Array buffer(const xla_ffi::Values& values, int expected_type, int64_t index, int dtype,
                std::string_view name, std::string_view kind) const;
 

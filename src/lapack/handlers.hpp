@@ -39,6 +39,16 @@ template <typename T>
 xla_ffi::Error* syevd(xla_ffi::CallFrame* frame) noexcept;
 template <typename T>
 xla_ffi::Error* gesdd(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
+xla_ffi::Error* geev(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
+xla_ffi::Error* gees(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
+xla_ffi::Error* gehrd(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
+xla_ffi::Error* sytrd(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
+xla_ffi::Error* gtsv(xla_ffi::CallFrame* frame) noexcept;
 
 /// The routines of T in `library`.
 template <typename T>

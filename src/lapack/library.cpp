@@ -85,6 +85,9 @@ void bind_routines(void* handle, const std::string& prefix, char letter, Routine
   bind(handle, prefix, l + "geqrf", r.geqrf, missing);
   bind(handle, prefix, l + (complex ? "ungqr" : "orgqr"), r.orgqr, missing);
   bind(handle, prefix, l + "trsm", r.trsm, missing);
+  bind(handle, prefix, l + "gehrd", r.gehrd, missing);
+  bind(handle, prefix, l + (complex ? "hetrd" : "sytrd"), r.sytrd, missing);
+  bind(handle, prefix, l + "gtsv", r.gtsv, missing);
 }
 
 /// The library at `name` if it has every routine; else null, and `why` says what failed.
@@ -117,6 +120,14 @@ std::unique_ptr<Library> open(const std::string& name, std::string& why) {
   bind(handle.handle, library->prefix, "dgesdd", library->dgesdd, missing);
   bind(handle.handle, library->prefix, "cgesdd", library->cgesdd, missing);
   bind(handle.handle, library->prefix, "zgesdd", library->zgesdd, missing);
+  bind(handle.handle, library->prefix, "sgeev", library->sgeev, missing);
+  bind(handle.handle, library->prefix, "dgeev", library->dgeev, missing);
+  bind(handle.handle, library->prefix, "cgeev", library->cgeev, missing);
+  bind(handle.handle, library->prefix, "zgeev", library->zgeev, missing);
+  bind(handle.handle, library->prefix, "sgees", library->sgees, missing);
+  bind(handle.handle, library->prefix, "dgees", library->dgees, missing);
+  bind(handle.handle, library->prefix, "cgees", library->cgees, missing);
+  bind(handle.handle, library->prefix, "zgees", library->zgees, missing);
   if (!missing.empty()) {
     why = "it has no " + missing;
     return nullptr;

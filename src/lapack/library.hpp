@@ -36,11 +36,24 @@ struct Routines {
                     const lapack_int* lda, T* b, const lapack_int* ldb, char_length,
                     char_length, char_length, char_length);
 
+  using Gehrd = void(const lapack_int* n, const lapack_int* ilo, const lapack_int* ihi, T* a,
+                     const lapack_int* lda, T* tau, T* work, const lapack_int* lwork,
+                     lapack_int* info);
+  /// sytrd for real types, hetrd for complex ones.
+  using Sytrd = void(const char* uplo, const lapack_int* n, T* a, const lapack_int* lda, R* d,
+                     R* e, T* tau, T* work, const lapack_int* lwork, lapack_int* info,
+                     char_length);
+  using Gtsv = void(const lapack_int* n, const lapack_int* nrhs, T* dl, T* d, T* du, T* b,
+                    const lapack_int* ldb, lapack_int* info);
+
   Getrf* getrf = nullptr;
   Potrf* potrf = nullptr;
   Geqrf* geqrf = nullptr;
   Orgqr* orgqr = nullptr;
   Trsm* trsm = nullptr;
+  Gehrd* gehrd = nullptr;
+  Sytrd* sytrd = nullptr;
+  Gtsv* gtsv = nullptr;
 };
 
 /// syevd (real) and heevd (complex) differ in their arguments, as do gesdd's.
@@ -55,6 +68,17 @@ struct RealOnly {
                      const lapack_int* lda, T* s, T* u, const lapack_int* ldu, T* vt,
                      const lapack_int* ldvt, T* work, const lapack_int* lwork, lapack_int* iwork,
                      lapack_int* info, char_length);
+  template <typename T>
+  using Geev = void(const char* jobvl, const char* jobvr, const lapack_int* n, T* a,
+                    const lapack_int* lda, T* wr, T* wi, T* vl, const lapack_int* ldvl, T* vr,
+                    const lapack_int* ldvr, T* work, const lapack_int* lwork, lapack_int* info,
+                    char_length, char_length);
+  /// `select` and `bwork` are unused (null) without sorting, the one mode JAX asks for.
+  template <typename T>
+  using Gees = void(const char* jobvs, const char* sort, void* select, const lapack_int* n, T* a,
+                    const lapack_int* lda, lapack_int* sdim, T* wr, T* wi, T* vs,
+                    const lapack_int* ldvs, T* work, const lapack_int* lwork, void* bwork,
+                    lapack_int* info, char_length, char_length);
 };
 struct ComplexOnly {
   template <typename T, typename R>
@@ -67,6 +91,16 @@ struct ComplexOnly {
                      const lapack_int* lda, R* s, T* u, const lapack_int* ldu, T* vt,
                      const lapack_int* ldvt, T* work, const lapack_int* lwork, R* rwork,
                      lapack_int* iwork, lapack_int* info, char_length);
+  template <typename T, typename R>
+  using Geev = void(const char* jobvl, const char* jobvr, const lapack_int* n, T* a,
+                    const lapack_int* lda, T* w, T* vl, const lapack_int* ldvl, T* vr,
+                    const lapack_int* ldvr, T* work, const lapack_int* lwork, R* rwork,
+                    lapack_int* info, char_length, char_length);
+  template <typename T, typename R>
+  using Gees = void(const char* jobvs, const char* sort, void* select, const lapack_int* n, T* a,
+                    const lapack_int* lda, lapack_int* sdim, T* w, T* vs, const lapack_int* ldvs,
+                    T* work, const lapack_int* lwork, R* rwork, void* bwork, lapack_int* info,
+                    char_length, char_length);
 };
 
 /// Every routine cyxla's handlers call, by element type.
@@ -85,6 +119,14 @@ struct Library {
   RealOnly::Gesdd<double>* dgesdd = nullptr;
   ComplexOnly::Gesdd<c64, float>* cgesdd = nullptr;
   ComplexOnly::Gesdd<c128, double>* zgesdd = nullptr;
+  RealOnly::Geev<float>* sgeev = nullptr;
+  RealOnly::Geev<double>* dgeev = nullptr;
+  ComplexOnly::Geev<c64, float>* cgeev = nullptr;
+  ComplexOnly::Geev<c128, double>* zgeev = nullptr;
+  RealOnly::Gees<float>* sgees = nullptr;
+  RealOnly::Gees<double>* dgees = nullptr;
+  ComplexOnly::Gees<c64, float>* cgees = nullptr;
+  ComplexOnly::Gees<c128, double>* zgees = nullptr;
 };
 
 /// The environment variable that names the LAPACK library to use (a file, or a name

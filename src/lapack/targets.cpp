@@ -21,6 +21,11 @@ constexpr std::array kTargets = {
     CYXLA_LAPACK_TARGETS("orgqr", "ungqr", orgqr),
     CYXLA_LAPACK_TARGETS("syevd", "heevd", syevd),
     CYXLA_LAPACK_TARGETS("gesdd", "gesdd", gesdd),
+    CYXLA_LAPACK_TARGETS("geev", "geev", geev),
+    CYXLA_LAPACK_TARGETS("gees", "gees", gees),
+    CYXLA_LAPACK_TARGETS("gehrd", "gehrd", gehrd),
+    CYXLA_LAPACK_TARGETS("sytrd", "hetrd", sytrd),
+    CYXLA_LAPACK_TARGETS("gtsv", "gtsv", gtsv),
 };
 
 #undef CYXLA_LAPACK_TARGETS
