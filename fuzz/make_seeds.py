@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 import cyxla as cx
+from cyxla import _core
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "fuzz"
 # What fuzz/cache_entry.cpp asks the reader for.
@@ -158,14 +159,20 @@ def lapack_frames() -> None:
                 data += bytes([names.index(name), 1, codes.index(code)])
         return data
 
+    targets = _core.lapack_targets()
+
+    def index(routine: str) -> int:
+        """The target's place in the handlers' table, which the first byte picks."""
+        return targets.index(f"lapack_s{routine}_ffi")
+
     seeds = {
         "getrf": frame(
-            0,
+            index("getrf"),
             [buffer("f32", 2, 3, 3)],
             [buffer("f32", 2, 3, 3), buffer("s32", 2, 3), buffer("s32", 2)],
         ),
         "trsm": frame(
-            4,
+            index("trsm"),
             [buffer("f32", 3, 3), buffer("f32", 3, 2)],
             [buffer("f32", 3, 2)],
             side="L",
@@ -173,18 +180,29 @@ def lapack_frames() -> None:
             trans_x="N",
             diag="N",
         ),
-        "potrf": frame(8, [buffer("f32", 3, 3)], [buffer("f32", 3, 3), buffer("s32")], uplo="L"),
-        "geqrf": frame(12, [buffer("f32", 4, 3)], [buffer("f32", 4, 3), buffer("f32", 3)]),
-        "orgqr": frame(16, [buffer("f32", 4, 3), buffer("f32", 3)], [buffer("f32", 4, 3)]),
+        "potrf": frame(
+            index("potrf"), [buffer("f32", 3, 3)], [buffer("f32", 3, 3), buffer("s32")], uplo="L"
+        ),
+        "geqp3": frame(
+            index("geqp3"),
+            [buffer("f32", 4, 3), buffer("s32", 3)],
+            [buffer("f32", 4, 3), buffer("s32", 3), buffer("f32", 3)],
+        ),
+        "geqrf": frame(
+            index("geqrf"), [buffer("f32", 4, 3)], [buffer("f32", 4, 3), buffer("f32", 3)]
+        ),
+        "orgqr": frame(
+            index("orgqr"), [buffer("f32", 4, 3), buffer("f32", 3)], [buffer("f32", 4, 3)]
+        ),
         "syevd": frame(
-            20,
+            index("syevd"),
             [buffer("f32", 3, 3)],
             [buffer("f32", 3, 3), buffer("f32", 3), buffer("s32")],
             uplo="L",
             mode="V",
         ),
         "gesdd": frame(
-            24,
+            index("gesdd"),
             [buffer("f32", 4, 3)],
             [
                 buffer("f32", 4, 3),
@@ -196,7 +214,7 @@ def lapack_frames() -> None:
             mode="A",
         ),
         "geev": frame(
-            28,
+            index("geev"),
             [buffer("f32", 3, 3)],
             [
                 buffer("f32", 3),
@@ -209,7 +227,7 @@ def lapack_frames() -> None:
             compute_right="V",
         ),
         "gees": frame(
-            32,
+            index("gees"),
             [buffer("f32", 3, 3)],
             [
                 buffer("f32", 3, 3),
@@ -223,14 +241,14 @@ def lapack_frames() -> None:
             sort="N",
         ),
         "gehrd": frame(
-            36,
+            index("gehrd"),
             [buffer("f32", 3, 3)],
             [buffer("f32", 3, 3), buffer("f32", 2), buffer("s32")],
             low=1,
             high=3,
         ),
         "sytrd": frame(
-            40,
+            index("sytrd"),
             [buffer("f32", 3, 3)],
             [
                 buffer("f32", 3, 3),
@@ -242,7 +260,7 @@ def lapack_frames() -> None:
             uplo="L",
         ),
         "gtsv": frame(
-            44,
+            index("gtsv"),
             [buffer("f32", 4), buffer("f32", 4), buffer("f32", 4), buffer("f32", 4, 2)],
             [
                 buffer("f32", 4),

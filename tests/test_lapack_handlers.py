@@ -152,6 +152,14 @@ FAMILIES += [
         shapes=((4, 4), (6, 6)),
     ),
     Family(
+        "geqp3",
+        lambda b, m, n, t: [((*b, m, n), t), ((*b, n), "int32")],
+        lambda b, m, n, t: [((*b, m, n), t), ((*b, n), "int32"), ((*b, min(m, n)), t)],
+        aliases={0: 0, 1: 1},
+        shapes=((4, 4), (6, 3), (3, 6)),
+        kinds=("general", "fixed"),
+    ),
+    Family(
         "gehrd",
         lambda b, m, n, t: [((*b, m, m), t)],
         lambda b, m, n, t: [((*b, m, m), t), ((*b, m - 1), t), (b, "int32")],
@@ -248,6 +256,11 @@ def inputs(
         matrix(kind, s, t, i) if len(s) >= len(batch) + 2 else matrix("general", s, t, i)
         for i, (s, t) in enumerate(operands)
     ]
+    if family.name == "geqp3":
+        # The pivots' start: 0 lets a column move; "fixed" pins the last to the front.
+        values[1] = np.zeros(values[1].shape, np.int32)
+        if kind == "fixed":
+            values[1][..., -1] = 1
     if family.name == "orgqr":
         # Reflectors from a real QR, so that Q is a meaningful matrix.
         with x64_mode(True):
@@ -562,6 +575,7 @@ END_TO_END = {
         ("general", "rhs"),
     ),
     "qr": (jnp.linalg.qr, ("general",)),
+    "qr-pivoting": (lambda a: jax.scipy.linalg.qr(a, pivoting=True), ("general",)),
     "qr-complete": (lambda a: jnp.linalg.qr(a[:, :, :3], mode="complete"), ("general",)),
     "eigh": (jnp.linalg.eigh, ("spd",)),
     "eigvalsh": (jnp.linalg.eigvalsh, ("spd",)),

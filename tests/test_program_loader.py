@@ -232,13 +232,14 @@ def test_a_lapack_target_cyxla_does_not_cover_without_python_is_refused_saying_h
     tmp_path: Path,
 ) -> None:
     """cyxla's own handlers cover jnp.linalg.solve's targets (tests/test_standalone_examples.py
-    runs one without Python); a pivoted QR's geqp3 is still jaxlib's alone."""
-    pivoted = cx.lower(
-        lambda a: jax.scipy.linalg.qr(a, pivoting=True),
+    runs one without Python); the QR-iteration SVD's gesvd is still jaxlib's alone."""
+    linalg = jax.lax.linalg
+    gesvd = cx.lower(
+        lambda a: linalg.svd(a, algorithm=linalg.SvdAlgorithm.QR),
         [jax.ShapeDtypeStruct((3, 3), jnp.float32)],
     )
-    assert "lapack_sgeqp3_ffi" in pivoted.custom_calls
-    path = save(pivoted, tmp_path / "lapack.cyxla")
+    assert "lapack_sgesvd_ffi" in gesvd.custom_calls
+    path = save(gesvd, tmp_path / "lapack.cyxla")
     # A process where cyxla.initialize never ran (so jaxlib's handlers were never
     # registered): the C API through libcyxla's own export, as a C program calls it.
     code = f"""
@@ -258,7 +259,7 @@ print(status, error.message.decode())
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"{INVALID_ARGUMENT} "), result.stdout
-    assert "'lapack_sgeqp3_ffi'" in result.stdout
+    assert "'lapack_sgesvd_ffi'" in result.stdout
     assert "one of jaxlib's LAPACK targets that cyxla's own handlers do not cover" in result.stdout
 
 

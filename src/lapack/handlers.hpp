@@ -34,6 +34,8 @@ xla_ffi::Error* potrf(xla_ffi::CallFrame* frame) noexcept;
 template <typename T>
 xla_ffi::Error* geqrf(xla_ffi::CallFrame* frame) noexcept;
 template <typename T>
+xla_ffi::Error* geqp3(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
 xla_ffi::Error* orgqr(xla_ffi::CallFrame* frame) noexcept;
 template <typename T>
 xla_ffi::Error* syevd(xla_ffi::CallFrame* frame) noexcept;

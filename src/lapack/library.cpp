@@ -120,6 +120,10 @@ std::unique_ptr<Library> open(const std::string& name, std::string& why) {
   bind(handle.handle, library->prefix, "dgesdd", library->dgesdd, missing);
   bind(handle.handle, library->prefix, "cgesdd", library->cgesdd, missing);
   bind(handle.handle, library->prefix, "zgesdd", library->zgesdd, missing);
+  bind(handle.handle, library->prefix, "sgeqp3", library->sgeqp3, missing);
+  bind(handle.handle, library->prefix, "dgeqp3", library->dgeqp3, missing);
+  bind(handle.handle, library->prefix, "cgeqp3", library->cgeqp3, missing);
+  bind(handle.handle, library->prefix, "zgeqp3", library->zgeqp3, missing);
   bind(handle.handle, library->prefix, "sgeev", library->sgeev, missing);
   bind(handle.handle, library->prefix, "dgeev", library->dgeev, missing);
   bind(handle.handle, library->prefix, "cgeev", library->cgeev, missing);

@@ -69,6 +69,9 @@ struct RealOnly {
                      const lapack_int* ldvt, T* work, const lapack_int* lwork, lapack_int* iwork,
                      lapack_int* info, char_length);
   template <typename T>
+  using Geqp3 = void(const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda,
+                     lapack_int* jpvt, T* tau, T* work, const lapack_int* lwork, lapack_int* info);
+  template <typename T>
   using Geev = void(const char* jobvl, const char* jobvr, const lapack_int* n, T* a,
                     const lapack_int* lda, T* wr, T* wi, T* vl, const lapack_int* ldvl, T* vr,
                     const lapack_int* ldvr, T* work, const lapack_int* lwork, lapack_int* info,
@@ -91,6 +94,10 @@ struct ComplexOnly {
                      const lapack_int* lda, R* s, T* u, const lapack_int* ldu, T* vt,
                      const lapack_int* ldvt, T* work, const lapack_int* lwork, R* rwork,
                      lapack_int* iwork, lapack_int* info, char_length);
+  template <typename T, typename R>
+  using Geqp3 = void(const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda,
+                     lapack_int* jpvt, T* tau, T* work, const lapack_int* lwork, R* rwork,
+                     lapack_int* info);
   template <typename T, typename R>
   using Geev = void(const char* jobvl, const char* jobvr, const lapack_int* n, T* a,
                     const lapack_int* lda, T* w, T* vl, const lapack_int* ldvl, T* vr,
@@ -119,6 +126,10 @@ struct Library {
   RealOnly::Gesdd<double>* dgesdd = nullptr;
   ComplexOnly::Gesdd<c64, float>* cgesdd = nullptr;
   ComplexOnly::Gesdd<c128, double>* zgesdd = nullptr;
+  RealOnly::Geqp3<float>* sgeqp3 = nullptr;
+  RealOnly::Geqp3<double>* dgeqp3 = nullptr;
+  ComplexOnly::Geqp3<c64, float>* cgeqp3 = nullptr;
+  ComplexOnly::Geqp3<c128, double>* zgeqp3 = nullptr;
   RealOnly::Geev<float>* sgeev = nullptr;
   RealOnly::Geev<double>* dgeev = nullptr;
   ComplexOnly::Geev<c64, float>* cgeev = nullptr;

@@ -1,5 +1,7 @@
-// geqrf and orgqr/ungqr: the QR factorisation (jnp.linalg.qr) as Householder reflectors,
-// and Q built from them (also jax.lax.linalg.householder_product). geqrf: operand x
+// geqrf, geqp3 and orgqr/ungqr: the QR factorisation (jnp.linalg.qr) as Householder
+// reflectors, with column pivoting (jax.scipy.linalg.qr(pivoting=True): geqp3 takes the
+// pivots' start, jpvt (batch..., n), and returns them), and Q built from reflectors (also
+// jax.lax.linalg.householder_product). geqrf: operand x
 // (batch..., m, n); results x_out (x's dims) and tau (batch..., min(m, n)). orgqr: operands
 // x (batch..., m, n) with m >= n and tau (batch..., k) with k <= n; result x_out. Neither
 // reports an info. The workspace is the size LAPACK asks for, as jaxlib's: LAPACK
@@ -38,6 +40,61 @@ xla_ffi::Error* geqrf(xla_ffi::CallFrame* frame) noexcept {
     auto* taus = static_cast<T*>(tau.data);
     for (int64_t i = 0; i < m.batch; ++i) {
       fn(&m.rows, &m.cols, a + i * m.size(), &lda, taus + i * k, work.get(), &lwork, &info);
+    }
+  });
+}
+
+template <typename T>
+xla_ffi::Error* geqp3(xla_ffi::CallFrame* frame) noexcept {
+  using R = typename Element<T>::Real;
+  return run_handler(frame, "geqp3", Element<T>::letter, [&](const Call& call) {
+    call.expect_counts(2, 3);
+    const Array x = call.operand(0, Element<T>::dtype, "x");
+    const Matrices m = call.matrices(x);
+    const Array jpvt = call.operand(1, xla_ffi::kDataTypeS32, "jpvt");
+    const Array out = call.result(0, Element<T>::dtype, "x_out");
+    const Array jpvt_out = call.result(1, xla_ffi::kDataTypeS32, "jpvt_out");
+    const Array tau = call.result(2, Element<T>::dtype, "tau");
+    const lapack_int k = std::min(m.rows, m.cols);
+    call.expect_dims(jpvt, m.batch_dims, {m.cols});
+    call.expect_dims(out, m.batch_dims, {m.rows, m.cols});
+    call.expect_dims(jpvt_out, m.batch_dims, {m.cols});
+    call.expect_dims(tau, m.batch_dims, {k});
+    const Library& library = call.library();
+    auto* fn = [&] {
+      if constexpr (std::is_same_v<T, float>) return library.sgeqp3;
+      else if constexpr (std::is_same_v<T, double>) return library.dgeqp3;
+      else if constexpr (std::is_same_v<T, c64>) return library.cgeqp3;
+      else return library.zgeqp3;
+    }();
+
+    auto* a = static_cast<T*>(out.data);
+    copy_unless_same(static_cast<const T*>(x.data), a, m.batch * m.size());
+    auto* pivots = static_cast<lapack_int*>(jpvt_out.data);
+    copy_unless_same(static_cast<const lapack_int*>(jpvt.data), pivots, m.batch * m.cols);
+    if (m.batch == 0) return;
+    const lapack_int lda = std::max(1, m.rows);
+    lapack_int info = 0;
+    T query{};
+    const lapack_int ask = -1;
+    if constexpr (is_complex<T>) {
+      fn(&m.rows, &m.cols, nullptr, &lda, nullptr, nullptr, &query, &ask, nullptr, &info);
+    } else {
+      fn(&m.rows, &m.cols, nullptr, &lda, nullptr, nullptr, &query, &ask, &info);
+    }
+    if (info != 0) call.refuse("the workspace query failed with info " + std::to_string(info));
+    const lapack_int lwork = work_size(call, query);
+    const auto work = workspace<T>(lwork);
+    auto* taus = static_cast<T*>(tau.data);
+    const auto rwork = workspace<R>(is_complex<T> ? 2 * int64_t{m.cols} : 1);  // complex only
+    for (int64_t i = 0; i < m.batch; ++i) {
+      if constexpr (is_complex<T>) {
+        fn(&m.rows, &m.cols, a + i * m.size(), &lda, pivots + i * m.cols, taus + i * k,
+           work.get(), &lwork, rwork.get(), &info);
+      } else {
+        fn(&m.rows, &m.cols, a + i * m.size(), &lda, pivots + i * m.cols, taus + i * k,
+           work.get(), &lwork, &info);
+      }
     }
   });
 }
@@ -86,6 +143,10 @@ template xla_ffi::Error* geqrf<float>(xla_ffi::CallFrame*) noexcept;
 template xla_ffi::Error* geqrf<double>(xla_ffi::CallFrame*) noexcept;
 template xla_ffi::Error* geqrf<c64>(xla_ffi::CallFrame*) noexcept;
 template xla_ffi::Error* geqrf<c128>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* geqp3<float>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* geqp3<double>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* geqp3<c64>(xla_ffi::CallFrame*) noexcept;
+template xla_ffi::Error* geqp3<c128>(xla_ffi::CallFrame*) noexcept;
 template xla_ffi::Error* orgqr<float>(xla_ffi::CallFrame*) noexcept;
 template xla_ffi::Error* orgqr<double>(xla_ffi::CallFrame*) noexcept;
 template xla_ffi::Error* orgqr<c64>(xla_ffi::CallFrame*) noexcept;

@@ -18,6 +18,7 @@ constexpr std::array kTargets = {
     CYXLA_LAPACK_TARGETS("trsm", "trsm", trsm),
     CYXLA_LAPACK_TARGETS("potrf", "potrf", potrf),
     CYXLA_LAPACK_TARGETS("geqrf", "geqrf", geqrf),
+    CYXLA_LAPACK_TARGETS("geqp3", "geqp3", geqp3),
     CYXLA_LAPACK_TARGETS("orgqr", "ungqr", orgqr),
     CYXLA_LAPACK_TARGETS("syevd", "heevd", syevd),
     CYXLA_LAPACK_TARGETS("gesdd", "gesdd", gesdd),
