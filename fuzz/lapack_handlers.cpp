@@ -53,7 +53,7 @@ constexpr int kDtypes[] = {ffi::kDataTypeF32, ffi::kDataTypeF64,  ffi::kDataType
 constexpr size_t kBytesOf[] = {4, 8, 8, 16, 4, 1};
 const char* const kNames[] = {"uplo", "mode",         "side",          "trans_x", "diag",
                               "sort", "compute_left", "compute_right", "low",     "high",
-                              "other"};
+                              "left", "transpose",    "other"};
 constexpr char kCodes[] = {'L', 'U', 'N', 'V', 'A', 'S', 'O', 'T', 'C', 'R', 'X', 0};
 
 /// One buffer of the frame: its dimensions and memory.
@@ -108,9 +108,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t shape = in.next();
     attribute_types[i] = shape % 5 == 0 ? 4 : 3;  // now and then a string, not a scalar
     const uint8_t value = in.next();
-    const bool int32 = shape % 7 == 0;  // gehrd's low and high, or a wrong type
-    payloads[i] = int32 ? value % 8 : kCodes[value % std::size(kCodes)];
-    scalars[i] = {int32 ? ffi::kDataTypeS32 : ffi::kDataTypeU8, &payloads[i]};
+    // int32 (gehrd's low and high), boolean (ormqr's left and transpose) or uint8 (the
+    // character codes); any of them where another is expected, too.
+    const int dtype = shape % 7 == 0   ? ffi::kDataTypeS32
+                      : shape % 3 == 0 ? ffi::kDataTypePred
+                                       : ffi::kDataTypeU8;
+    payloads[i] = dtype == ffi::kDataTypeS32    ? value % 8
+                  : dtype == ffi::kDataTypePred ? value % 2
+                                                : kCodes[value % std::size(kCodes)];
+    scalars[i] = {dtype, &payloads[i]};
     attribute_values[i] = &scalars[i];
   }
 

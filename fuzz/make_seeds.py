@@ -134,7 +134,7 @@ def lapack_frames() -> None:
     dimensions, contents, kind), then the attributes (name, kind, code)."""
     dtypes = {"f32": 0, "c64": 2, "s32": 4}
     names = ["uplo", "mode", "side", "trans_x", "diag", "sort", "compute_left", "compute_right"]
-    names += ["low", "high", "other"]
+    names += ["low", "high", "left", "transpose", "other"]
     codes = "LUNVASOTCRX"
 
     def buffer(dtype: str, *dims: int) -> bytes:
@@ -153,7 +153,9 @@ def lapack_frames() -> None:
         data = bytes([target, len(operands), len(results)]) + b"".join(operands + results)
         data += bytes([len(attributes)])
         for name, code in attributes.items():
-            if isinstance(code, int):  # an int32 attribute: the kind byte 7 says so
+            if isinstance(code, bool):  # a boolean attribute: the kind byte 3 says so
+                data += bytes([names.index(name), 3, int(code)])
+            elif isinstance(code, int):  # an int32 attribute: the kind byte 7 says so
                 data += bytes([names.index(name), 7, code])
             else:
                 data += bytes([names.index(name), 1, codes.index(code)])
@@ -269,6 +271,25 @@ def lapack_frames() -> None:
                 buffer("f32", 4, 2),
                 buffer("s32"),
             ],
+        ),
+        "gesvd": frame(
+            index("gesvd"),
+            [buffer("f32", 4, 3)],
+            [
+                buffer("f32", 4, 3),
+                buffer("f32", 3),
+                buffer("f32", 4, 4),
+                buffer("f32", 3, 3),
+                buffer("s32"),
+            ],
+            mode="A",
+        ),
+        "ormqr": frame(
+            index("ormqr"),
+            [buffer("f32", 4, 3), buffer("f32", 3), buffer("f32", 4, 2)],
+            [buffer("f32", 4, 2)],
+            left=True,
+            transpose=True,
         ),
     }
     for name, data in seeds.items():

@@ -195,6 +195,30 @@ FAMILIES += [
         shapes=((5, 2), (1, 3)),
     ),
 ]
+FAMILIES += [
+    Family(
+        "gesvd",
+        lambda b, m, n, t: [((*b, m, n), t)],
+        lambda b, m, n, t: [
+            ((*b, m, n), t),
+            ((*b, min(m, n)), REAL[t]),
+            ((*b, m, m), t),
+            ((*b, n, n), t),
+            (b, "int32"),
+        ],
+        attributes={"mode": "A"},
+        shapes=((4, 4), (5, 3), (3, 5)),
+    ),
+    Family(
+        "ormqr",
+        lambda b, m, n, t: [((*b, m, 3), t), ((*b, 3), t), ((*b, m, n), t)],
+        lambda b, m, n, t: [((*b, m, n), t)],
+        attributes={"left": np.bool_(True), "transpose": np.bool_(True)},
+        aliases={2: 0},
+        complex_name="unmqr",
+        shapes=((4, 2), (5, 5)),
+    ),
+]
 FAMILY = {f.name: f for f in FAMILIES}
 
 
@@ -524,6 +548,22 @@ REFUSALS = [
         id="tridiagonal-solve",
     ),
     pytest.param(
+        "lapack_sormqr_ffi",
+        [np.ones((4, 3), np.float32), np.ones(3, np.float32), np.ones((4, 2), np.float32)],
+        [((4, 2), F32)],
+        {"left": np.uint8(1), "transpose": np.bool_(True)},
+        "the attribute 'left' is not a boolean scalar",
+        id="ormqr-attribute-type",
+    ),
+    pytest.param(
+        "lapack_sormqr_ffi",
+        [np.ones((4, 3), np.float32), np.ones(3, np.float32), np.ones((4, 2), np.float32)],
+        [((4, 2), F32)],
+        {"left": np.bool_(False), "transpose": np.bool_(True)},
+        "a holds 4x3 matrices and tau 3 reflectors each, for Q of order 2",
+        id="ormqr-side",
+    ),
+    pytest.param(
         "lapack_sgesdd_ffi",
         [np.ones((4, 2), np.float32)],
         [((4, 2), F32), ((2,), F32), ((4, 2), F32), ((2, 2), F32), ((), "int32")],
@@ -556,6 +596,8 @@ def test_a_call_that_breaks_the_contract_is_refused_naming_what(
 def _systems(dtype: str, kind: str = "general") -> np.ndarray:
     return matrix(kind, (3, 5, 5), dtype, 7)
 
+
+SVD_QR = jax.lax.linalg.SvdAlgorithm.QR
 
 END_TO_END = {
     "solve": (jnp.linalg.solve, ("general", "rhs")),
@@ -590,6 +632,26 @@ END_TO_END = {
     "tridiagonal": (lambda a: jax.lax.linalg.tridiagonal(a, lower=True), ("spd",)),
     "tridiagonal_solve": (
         lambda a, b: jax.lax.linalg.tridiagonal_solve(a[..., 0], a[..., 1] + 5, a[..., 2], b),
+        ("general", "rhs"),
+    ),
+    "svd-qr": (lambda a: jax.lax.linalg.svd(a, algorithm=SVD_QR), ("general",)),
+    "svd-qr-thin": (
+        lambda a: jax.lax.linalg.svd(a[:, :, :3], full_matrices=False, algorithm=SVD_QR),
+        ("general",),
+    ),
+    "svdvals-qr": (
+        lambda a: jax.lax.linalg.svd(a, compute_uv=False, algorithm=SVD_QR),
+        ("general",),
+    ),
+    # Any reflectors do: a's columns, with a's first row as their factors.
+    "ormqr": (
+        lambda a, c: jax.lax.linalg.ormqr(a, a[..., 0, :], c, left=True, transpose=True),
+        ("general", "rhs"),
+    ),
+    "ormqr-right": (
+        lambda a, c: jax.lax.linalg.ormqr(
+            a, a[..., 0, :], jnp.swapaxes(c, -1, -2), left=False, transpose=False
+        ),
         ("general", "rhs"),
     ),
     # Not pinv and the like: their matrix products round differently in the plugin's XLA

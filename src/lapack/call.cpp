@@ -184,6 +184,12 @@ int32_t Call::int_attribute(std::string_view name) const {
   return value;
 }
 
+bool Call::bool_attribute(std::string_view name) const {
+  uint8_t value = 0;
+  std::memcpy(&value, scalar_attribute(name, xla_ffi::kDataTypePred, "a boolean"), sizeof value);
+  return value != 0;
+}
+
 const Library& Call::library() const {
   std::string why;
   const Library* found = lapack::library(&why);

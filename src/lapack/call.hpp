@@ -104,6 +104,8 @@ class Call {
   char char_attribute(std::string_view name, std::string_view allowed) const;
   /// The int32 attribute `name`, refused unless present.
   int32_t int_attribute(std::string_view name) const;
+  /// The boolean attribute `name`, refused unless present.
+  bool bool_attribute(std::string_view name) const;
 
   /// The LAPACK library; refused (FAILED_PRECONDITION) with what was tried when there is
   /// none.

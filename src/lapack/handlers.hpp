@@ -42,6 +42,10 @@ xla_ffi::Error* syevd(xla_ffi::CallFrame* frame) noexcept;
 template <typename T>
 xla_ffi::Error* gesdd(xla_ffi::CallFrame* frame) noexcept;
 template <typename T>
+xla_ffi::Error* gesvd(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
+xla_ffi::Error* ormqr(xla_ffi::CallFrame* frame) noexcept;
+template <typename T>
 xla_ffi::Error* geev(xla_ffi::CallFrame* frame) noexcept;
 template <typename T>
 xla_ffi::Error* gees(xla_ffi::CallFrame* frame) noexcept;

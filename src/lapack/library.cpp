@@ -88,6 +88,7 @@ void bind_routines(void* handle, const std::string& prefix, char letter, Routine
   bind(handle, prefix, l + "gehrd", r.gehrd, missing);
   bind(handle, prefix, l + (complex ? "hetrd" : "sytrd"), r.sytrd, missing);
   bind(handle, prefix, l + "gtsv", r.gtsv, missing);
+  bind(handle, prefix, l + (complex ? "unmqr" : "ormqr"), r.ormqr, missing);
 }
 
 /// The library at `name` if it has every routine; else null, and `why` says what failed.
@@ -120,6 +121,10 @@ std::unique_ptr<Library> open(const std::string& name, std::string& why) {
   bind(handle.handle, library->prefix, "dgesdd", library->dgesdd, missing);
   bind(handle.handle, library->prefix, "cgesdd", library->cgesdd, missing);
   bind(handle.handle, library->prefix, "zgesdd", library->zgesdd, missing);
+  bind(handle.handle, library->prefix, "sgesvd", library->sgesvd, missing);
+  bind(handle.handle, library->prefix, "dgesvd", library->dgesvd, missing);
+  bind(handle.handle, library->prefix, "cgesvd", library->cgesvd, missing);
+  bind(handle.handle, library->prefix, "zgesvd", library->zgesvd, missing);
   bind(handle.handle, library->prefix, "sgeqp3", library->sgeqp3, missing);
   bind(handle.handle, library->prefix, "dgeqp3", library->dgeqp3, missing);
   bind(handle.handle, library->prefix, "cgeqp3", library->cgeqp3, missing);

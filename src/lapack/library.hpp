@@ -45,6 +45,11 @@ struct Routines {
                      char_length);
   using Gtsv = void(const lapack_int* n, const lapack_int* nrhs, T* dl, T* d, T* du, T* b,
                     const lapack_int* ldb, lapack_int* info);
+  /// ormqr for real types, unmqr for complex ones.
+  using Ormqr = void(const char* side, const char* trans, const lapack_int* m,
+                     const lapack_int* n, const lapack_int* k, const T* a, const lapack_int* lda,
+                     const T* tau, T* c, const lapack_int* ldc, T* work, const lapack_int* lwork,
+                     lapack_int* info, char_length, char_length);
 
   Getrf* getrf = nullptr;
   Potrf* potrf = nullptr;
@@ -54,6 +59,7 @@ struct Routines {
   Gehrd* gehrd = nullptr;
   Sytrd* sytrd = nullptr;
   Gtsv* gtsv = nullptr;
+  Ormqr* ormqr = nullptr;
 };
 
 /// syevd (real) and heevd (complex) differ in their arguments, as do gesdd's.
@@ -71,6 +77,11 @@ struct RealOnly {
   template <typename T>
   using Geqp3 = void(const lapack_int* m, const lapack_int* n, T* a, const lapack_int* lda,
                      lapack_int* jpvt, T* tau, T* work, const lapack_int* lwork, lapack_int* info);
+  template <typename T>
+  using Gesvd = void(const char* jobu, const char* jobvt, const lapack_int* m, const lapack_int* n,
+                     T* a, const lapack_int* lda, T* s, T* u, const lapack_int* ldu, T* vt,
+                     const lapack_int* ldvt, T* work, const lapack_int* lwork, lapack_int* info,
+                     char_length, char_length);
   template <typename T>
   using Geev = void(const char* jobvl, const char* jobvr, const lapack_int* n, T* a,
                     const lapack_int* lda, T* wr, T* wi, T* vl, const lapack_int* ldvl, T* vr,
@@ -99,6 +110,11 @@ struct ComplexOnly {
                      lapack_int* jpvt, T* tau, T* work, const lapack_int* lwork, R* rwork,
                      lapack_int* info);
   template <typename T, typename R>
+  using Gesvd = void(const char* jobu, const char* jobvt, const lapack_int* m, const lapack_int* n,
+                     T* a, const lapack_int* lda, R* s, T* u, const lapack_int* ldu, T* vt,
+                     const lapack_int* ldvt, T* work, const lapack_int* lwork, R* rwork,
+                     lapack_int* info, char_length, char_length);
+  template <typename T, typename R>
   using Geev = void(const char* jobvl, const char* jobvr, const lapack_int* n, T* a,
                     const lapack_int* lda, T* w, T* vl, const lapack_int* ldvl, T* vr,
                     const lapack_int* ldvr, T* work, const lapack_int* lwork, R* rwork,
@@ -126,6 +142,10 @@ struct Library {
   RealOnly::Gesdd<double>* dgesdd = nullptr;
   ComplexOnly::Gesdd<c64, float>* cgesdd = nullptr;
   ComplexOnly::Gesdd<c128, double>* zgesdd = nullptr;
+  RealOnly::Gesvd<float>* sgesvd = nullptr;
+  RealOnly::Gesvd<double>* dgesvd = nullptr;
+  ComplexOnly::Gesvd<c64, float>* cgesvd = nullptr;
+  ComplexOnly::Gesvd<c128, double>* zgesvd = nullptr;
   RealOnly::Geqp3<float>* sgeqp3 = nullptr;
   RealOnly::Geqp3<double>* dgeqp3 = nullptr;
   ComplexOnly::Geqp3<c64, float>* cgeqp3 = nullptr;

@@ -27,6 +27,8 @@ constexpr std::array kTargets = {
     CYXLA_LAPACK_TARGETS("gehrd", "gehrd", gehrd),
     CYXLA_LAPACK_TARGETS("sytrd", "hetrd", sytrd),
     CYXLA_LAPACK_TARGETS("gtsv", "gtsv", gtsv),
+    CYXLA_LAPACK_TARGETS("gesvd", "gesvd", gesvd),
+    CYXLA_LAPACK_TARGETS("ormqr", "unmqr", ormqr),
 };
 
 #undef CYXLA_LAPACK_TARGETS

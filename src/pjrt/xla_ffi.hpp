@@ -23,6 +23,7 @@ inline constexpr int kArgBuffer = 1;   // XLA_FFI_ArgType_BUFFER
 inline constexpr int kRetBuffer = 1;   // XLA_FFI_RetType_BUFFER
 inline constexpr int kAttrScalar = 3;  // XLA_FFI_AttrType_SCALAR
 // XLA_FFI_DataType: the element types of buffers and scalar attributes.
+inline constexpr int kDataTypePred = 1;
 inline constexpr int kDataTypeS32 = 4;
 inline constexpr int kDataTypeU8 = 6;
 inline constexpr int kDataTypeU64 = 9;

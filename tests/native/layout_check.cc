@@ -38,6 +38,7 @@ static_assert(ours::kAttrScalar == XLA_FFI_AttrType_SCALAR);
 static_assert(ours::kErrorResourceExhausted == XLA_FFI_Error_Code_RESOURCE_EXHAUSTED);
 static_assert(ours::kErrorFailedPrecondition == XLA_FFI_Error_Code_FAILED_PRECONDITION);
 static_assert(ours::kErrorUnimplemented == XLA_FFI_Error_Code_UNIMPLEMENTED);
+static_assert(ours::kDataTypePred == XLA_FFI_DataType_PRED);
 static_assert(ours::kDataTypeS32 == XLA_FFI_DataType_S32);
 static_assert(ours::kDataTypeU8 == XLA_FFI_DataType_U8);
 static_assert(ours::kDataTypeU64 == XLA_FFI_DataType_U64);
