@@ -12,11 +12,13 @@ import struct
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 import cyxla as cx
+from cyxla import _core
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "fuzz"
 # What fuzz/cache_entry.cpp asks the reader for.
@@ -126,10 +128,179 @@ def compiled_forms() -> None:
             write("elf_object", f"{name}-{number}.o", obj["contents"])
 
 
+def lapack_frames() -> None:
+    """One well-formed float32 call of each routine, in fuzz/lapack_handlers.cpp's byte
+    layout: target, operand and result counts, each buffer (element type, rank,
+    dimensions, contents, kind), then the attributes (name, kind, code)."""
+    dtypes = {"f32": 0, "c64": 2, "s32": 4}
+    names = ["uplo", "mode", "side", "trans_x", "diag", "sort", "compute_left", "compute_right"]
+    names += ["low", "high", "left", "transpose", "other"]
+    codes = "LUNVASOTCRX"
+
+    def buffer(dtype: str, *dims: int) -> bytes:
+        count = 1
+        for d in dims:
+            count *= d
+        if dtype == "f32":
+            # A diagonally dominant matrix (or vector): every routine succeeds on it.
+            values = [4.0 if i % (dims[-1] + 1) == 0 else 0.5 for i in range(count)]
+            contents = struct.pack(f"<{count}f", *values)
+        else:  # complex64 zeros (8 bytes), int32 zeros (4 bytes)
+            contents = bytes((8 if dtype == "c64" else 4) * count)
+        return bytes([dtypes[dtype], len(dims), *dims]) + contents + bytes([1])
+
+    def frame(target: int, operands: list[bytes], results: list[bytes], **attributes: Any):
+        data = bytes([target, len(operands), len(results)]) + b"".join(operands + results)
+        data += bytes([len(attributes)])
+        for name, code in attributes.items():
+            if isinstance(code, bool):  # a boolean attribute: the kind byte 3 says so
+                data += bytes([names.index(name), 3, int(code)])
+            elif isinstance(code, int):  # an int32 attribute: the kind byte 7 says so
+                data += bytes([names.index(name), 7, code])
+            else:
+                data += bytes([names.index(name), 1, codes.index(code)])
+        return data
+
+    targets = _core.lapack_targets()
+
+    def index(routine: str) -> int:
+        """The target's place in the handlers' table, which the first byte picks."""
+        return targets.index(f"lapack_s{routine}_ffi")
+
+    seeds = {
+        "getrf": frame(
+            index("getrf"),
+            [buffer("f32", 2, 3, 3)],
+            [buffer("f32", 2, 3, 3), buffer("s32", 2, 3), buffer("s32", 2)],
+        ),
+        "trsm": frame(
+            index("trsm"),
+            [buffer("f32", 3, 3), buffer("f32", 3, 2)],
+            [buffer("f32", 3, 2)],
+            side="L",
+            uplo="L",
+            trans_x="N",
+            diag="N",
+        ),
+        "potrf": frame(
+            index("potrf"), [buffer("f32", 3, 3)], [buffer("f32", 3, 3), buffer("s32")], uplo="L"
+        ),
+        "geqp3": frame(
+            index("geqp3"),
+            [buffer("f32", 4, 3), buffer("s32", 3)],
+            [buffer("f32", 4, 3), buffer("s32", 3), buffer("f32", 3)],
+        ),
+        "geqrf": frame(
+            index("geqrf"), [buffer("f32", 4, 3)], [buffer("f32", 4, 3), buffer("f32", 3)]
+        ),
+        "orgqr": frame(
+            index("orgqr"), [buffer("f32", 4, 3), buffer("f32", 3)], [buffer("f32", 4, 3)]
+        ),
+        "syevd": frame(
+            index("syevd"),
+            [buffer("f32", 3, 3)],
+            [buffer("f32", 3, 3), buffer("f32", 3), buffer("s32")],
+            uplo="L",
+            mode="V",
+        ),
+        "gesdd": frame(
+            index("gesdd"),
+            [buffer("f32", 4, 3)],
+            [
+                buffer("f32", 4, 3),
+                buffer("f32", 3),
+                buffer("f32", 4, 4),
+                buffer("f32", 3, 3),
+                buffer("s32"),
+            ],
+            mode="A",
+        ),
+        "geev": frame(
+            index("geev"),
+            [buffer("f32", 3, 3)],
+            [
+                buffer("f32", 3),
+                buffer("f32", 3),
+                buffer("c64", 3, 3),
+                buffer("c64", 3, 3),
+                buffer("s32"),
+            ],
+            compute_left="V",
+            compute_right="V",
+        ),
+        "gees": frame(
+            index("gees"),
+            [buffer("f32", 3, 3)],
+            [
+                buffer("f32", 3, 3),
+                buffer("f32", 3, 3),
+                buffer("f32", 3),
+                buffer("f32", 3),
+                buffer("s32"),
+                buffer("s32"),
+            ],
+            mode="V",
+            sort="N",
+        ),
+        "gehrd": frame(
+            index("gehrd"),
+            [buffer("f32", 3, 3)],
+            [buffer("f32", 3, 3), buffer("f32", 2), buffer("s32")],
+            low=1,
+            high=3,
+        ),
+        "sytrd": frame(
+            index("sytrd"),
+            [buffer("f32", 3, 3)],
+            [
+                buffer("f32", 3, 3),
+                buffer("f32", 3),
+                buffer("f32", 2),
+                buffer("f32", 2),
+                buffer("s32"),
+            ],
+            uplo="L",
+        ),
+        "gtsv": frame(
+            index("gtsv"),
+            [buffer("f32", 4), buffer("f32", 4), buffer("f32", 4), buffer("f32", 4, 2)],
+            [
+                buffer("f32", 4),
+                buffer("f32", 4),
+                buffer("f32", 4),
+                buffer("f32", 4, 2),
+                buffer("s32"),
+            ],
+        ),
+        "gesvd": frame(
+            index("gesvd"),
+            [buffer("f32", 4, 3)],
+            [
+                buffer("f32", 4, 3),
+                buffer("f32", 3),
+                buffer("f32", 4, 4),
+                buffer("f32", 3, 3),
+                buffer("s32"),
+            ],
+            mode="A",
+        ),
+        "ormqr": frame(
+            index("ormqr"),
+            [buffer("f32", 4, 3), buffer("f32", 3), buffer("f32", 4, 2)],
+            [buffer("f32", 4, 2)],
+            left=True,
+            transpose=True,
+        ),
+    }
+    for name, data in seeds.items():
+        write("lapack_handlers", name, data)
+
+
 if __name__ == "__main__":
     program_files()
     cache_entries()
     json_texts()
     hlo_modules()
     compiled_forms()
+    lapack_frames()
     sys.exit(0)

@@ -78,7 +78,7 @@ def test_cyxla_declares_the_xla_ffi_structs_as_jaxlib_does(tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
 
 
-def test_loading_the_plugin_registers_jaxlib_handlers() -> None:
+def test_loading_the_plugin_registers_jaxlib_handlers_beside_cyxlas_lapack() -> None:
     plugin = cx.initialize().plugin
     registrations = registry.registrations()
     jaxlib = ffi_sources.jaxlib_targets()
@@ -87,10 +87,19 @@ def test_loading_the_plugin_registers_jaxlib_handlers() -> None:
     assert len([n for n in names if n.startswith("lapack_")]) == 60
     plugin_version = _core._ffi_version(plugin)
     assert plugin_version is not None and plugin_version >= jaxlib_ffi_version()
+    # The LAPACK targets that cyxla's own handlers cover are theirs (built for the
+    # plugin's FFI): jaxlib's handlers of those names are never registered.
+    ours = ffi_sources.cyxla_lapack_targets()
+    assert ours and ours < names
     for name in names:
         registration = registrations[name]
         assert registration.error is None, registration.error
-        assert registration.handler_ffi_version == jaxlib_ffi_version()
+        if name in ours:
+            assert registration.origin == "cyxla"
+            assert registration.handler_ffi_version == plugin_version
+        else:
+            assert registration.origin == "jaxlib"
+            assert registration.handler_ffi_version == jaxlib_ffi_version()
         assert registration.plugin_ffi_version == plugin_version
 
 

@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compiled",),  # readers of a plugin's compiled form (protobuf, thunks, ELF), the verdict
     ("kernels",),  # the kernel runner: kernels loaded into this process, the thunks run
     ("pjrt",),  # the PJRT binding
+    ("lapack",),  # cyxla's XLA FFI handlers of jaxlib's LAPACK targets, LAPACK found at run time
     ("runtime",),  # the core: client, executables, the hot path
     ("program",),  # the program file
     ("cache",),  # the disk cache and the executable's key

@@ -1,7 +1,8 @@
 """jnp.linalg and jax.scipy.linalg through cyxla, against jax.jit.
 
-On the CPU these lower to custom calls into jaxlib's LAPACK handlers, which loading the
-plugin registers with it. Each case compiles one program that applies the function to a
+On the CPU these lower to custom calls into LAPACK handlers: cyxla's own for most
+(tests/test_lapack_handlers.py), jaxlib's for the rest, which loading the plugin registers
+with it. Each case compiles one program that applies the function to a
 single matrix and, through jax.vmap, to a batch of them, in one dtype; cyxla's results
 must match jax.jit's."""
 

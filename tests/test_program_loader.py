@@ -228,13 +228,22 @@ def test_jaxlibs_lapack_targets_load_in_a_python_process(tmp_path: Path) -> None
         table().release_program(handle)
 
 
-def test_a_lapack_target_without_python_is_refused_saying_how(tmp_path: Path) -> None:
-    f32 = jnp.float32
-    solve = cx.lower(
-        jnp.linalg.solve, [jax.ShapeDtypeStruct((3, 3), f32), jax.ShapeDtypeStruct((3,), f32)]
+def test_a_jaxlib_target_cyxla_does_not_cover_without_python_is_refused_saying_how(
+    tmp_path: Path,
+) -> None:
+    """cyxla's own handlers cover every LAPACK target (tests/test_lapack_handlers.py, and
+    tests/test_standalone_examples.py runs one without Python); the perturbed tridiagonal
+    solve, jaxlib's own algorithm, is still jaxlib's alone."""
+    vector, column = (
+        jax.ShapeDtypeStruct((4,), jnp.float32),
+        jax.ShapeDtypeStruct((4, 1), jnp.float32),
     )
-    assert "lapack_sgetrf_ffi" in solve.custom_calls
-    path = save(solve, tmp_path / "lapack.cyxla")
+    perturbed = cx.lower(
+        lambda dl, d, du, b: jax.lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True),
+        [vector, vector, vector, column],
+    )
+    assert "tridiagonal_solve_perturbed_ffi" in perturbed.custom_calls
+    path = save(perturbed, tmp_path / "jaxlib.cyxla")
     # A process where cyxla.initialize never ran (so jaxlib's handlers were never
     # registered): the C API through libcyxla's own export, as a C program calls it.
     code = f"""
@@ -254,8 +263,7 @@ print(status, error.message.decode())
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"{INVALID_ARGUMENT} "), result.stdout
-    assert "'lapack_sgetrf_ffi'" in result.stdout
-    assert "one of jaxlib's LAPACK targets" in result.stdout
+    assert "'tridiagonal_solve_perturbed_ffi', which no handler in this process" in result.stdout
 
 
 def _plugin() -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import cyxla as cx
+from cyxla._ffi.sources import scipy_lapack
 
 from program_file_writer import save
 from support import plugin_library
@@ -169,6 +170,40 @@ def test_the_c_program_builds_with_pkg_config_and_runs(exported: Path, tmp_path:
     files = [str(exported / name) for name in ("mlp.cyxla", "inputs.f32", "expected.f32")]
     result = run([str(program), *files], env=without_python_env())
     assert result.stdout.strip() == "0 of 1024 values differ from jax.jit"
+
+
+def test_the_c_solve_runs_jnp_linalg_solve_without_python(exported: Path, tmp_path: Path) -> None:
+    """A program that calls LAPACK (getrf and trsm), saved in Python, runs in a C program
+    through cyxla's own handlers and the LAPACK that CYXLA_LAPACK names (SciPy's OpenBLAS
+    here), equal to NumPy's solutions."""
+    env = {**os.environ, "PKG_CONFIG_PATH": cx.get_pkgconfig_dir()}
+    flags = run([tool("pkg-config", "pkgconf"), "--cflags", "--libs", "cyxla"], env=env)
+    compiler = os.environ.get("CC") or tool("cc", "gcc")
+    program = tmp_path / "solve"
+    source = str(EXAMPLE / "solve.c")
+    run(
+        [
+            compiler,
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            source,
+            *flags.stdout.split(),
+            "-lm",
+            "-o",
+            str(program),
+        ]
+    )
+    files = [str(exported / n) for n in ("solve.cyxla", "solve_inputs.f32", "solve_expected.f32")]
+    native = {**without_python_env(), "CYXLA_LAPACK": str(scipy_lapack())}
+    result = run([str(program), *files], env=native)
+    assert result.stdout.strip() == "0 of 128 values differ from NumPy"
+    # Without a LAPACK the loader refuses the file, saying what it tried and how to get one.
+    missing = {**without_python_env(), "CYXLA_LAPACK": str(tmp_path / "no-lapack.so")}
+    refused = subprocess.run([str(program), *files], capture_output=True, text=True, env=missing)
+    assert refused.returncode == 1
+    assert "calls the LAPACK target 'lapack_sgetrf_ffi'" in refused.stderr
+    assert "no-lapack.so" in refused.stderr
 
 
 #: The CMake side of the deploying recipe: the run path $ORIGIN, libcyxla.so installed

@@ -254,13 +254,27 @@ def test_the_native_recipe_refuses_what_crashes_the_plugin(
     )
     assert crashed.returncode == 1
     assert f"{bad}: refused: Aborted" in crashed.stderr
-    # The native loader refuses jaxlib's LAPACK targets before compiling: nothing to crash.
+    # The native loader runs jnp.linalg through cyxla's LAPACK handlers where it finds a
+    # LAPACK (SciPy's OpenBLAS, named by CYXLA_LAPACK), and refuses the file before
+    # compiling where the library is missing: nothing to crash.
+    from cyxla._ffi.sources import scipy_lapack
+
     lapack = subprocess.run(
         [str(tmp_path / "vet"), str(solve_file)],
         capture_output=True,
         text=True,
-        env=native,
+        env={**native, "CYXLA_LAPACK": str(scipy_lapack())},
         timeout=300,
     )
-    assert lapack.returncode == 1
-    assert "calls the custom-call target 'lapack_sgetrf_ffi'" in lapack.stderr
+    assert lapack.returncode == 0, lapack.stderr
+    assert lapack.stdout == f"{solve_file}: accepted\n"
+    missing = subprocess.run(
+        [str(tmp_path / "vet"), str(solve_file)],
+        capture_output=True,
+        text=True,
+        env={**native, "CYXLA_LAPACK": str(tmp_path / "no-lapack.so")},
+        timeout=300,
+    )
+    assert missing.returncode == 1
+    assert "calls the LAPACK target 'lapack_sgetrf_ffi'" in missing.stderr
+    assert "no-lapack.so" in missing.stderr

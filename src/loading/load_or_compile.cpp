@@ -13,6 +13,8 @@
 #include "common/sha256.hpp"
 #include "common/utf8.hpp"
 #include "compiled/runner_verdict.hpp"
+#include "lapack/handlers.hpp"
+#include "lapack/library.hpp"
 #include "pjrt/ffi.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/hlo_signature.hpp"
@@ -61,13 +63,23 @@ void check_platform(const Runtime& runtime, const ProgramFile& program, const Or
 /// Every custom-call target of `program` is XLA's own or has a handler in the plugin: the
 /// one answer for every door (a program file's claims were held against its program by
 /// the reader). A program that calls back into Python has its handler only in the Python
-/// process that lowered it.
+/// process that lowered it; one that calls cyxla's LAPACK handlers needs a LAPACK
+/// library, looked for now so that its absence is said before the compile.
 void check_custom_calls(const Runtime& runtime, const ProgramFile& program, const Origin& origin) {
   for (const std::string& target : program.custom_calls) {
     if (std::ranges::find(pjrt::kXlaBuiltinTargets, target) != pjrt::kXlaBuiltinTargets.end()) {
       continue;
     }
-    if (pjrt::has_ffi_handler(runtime.plugin(), target)) continue;
+    const bool ours = lapack::handler_of(target) != nullptr;
+    if (pjrt::has_ffi_handler(runtime.plugin(), target)) {
+      std::string why;
+      if (ours && lapack::library(&why) == nullptr) {
+        throw Error(ErrorKind::UnsupportedProgram,
+                    origin.source + " calls the LAPACK target '" + target +
+                        "', whose handler (cyxla's) needs a LAPACK library: " + why);
+      }
+      continue;
+    }
     if (target == pjrt::kPythonCallbackTarget) {
       throw Error(ErrorKind::UnsupportedProgram,
                   origin.source + " calls back into Python (the custom-call target '" + target +
@@ -79,10 +91,13 @@ void check_custom_calls(const Runtime& runtime, const ProgramFile& program, cons
                     "', which no handler in this process provides: register an XLA FFI "
                     "handler for it before loading (cyxla.register_ffi_target from Python, "
                     "cyxla_register_ffi_handler from C)" +
-                    (lapack ? "; this is one of jaxlib's LAPACK targets, registered only in a "
-                              "Python process that imported cyxla: without Python, link a "
-                              "LAPACK handler of your own, or avoid the linear-algebra call"
-                            : ""));
+                    (ours ? "; cyxla's own LAPACK handler of it is registered with CPU "
+                            "plugins only, and this one did not take it"
+                     : lapack ? "; this is one of jaxlib's LAPACK targets that cyxla's own "
+                                "handlers do not cover yet, registered only in a Python "
+                                "process that imported cyxla: without Python, register a "
+                                "handler of your own, or avoid the linear-algebra call"
+                              : ""));
   }
 }
 

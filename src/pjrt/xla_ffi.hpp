@@ -16,10 +16,21 @@ inline constexpr int kExtensionMetadata = 1;  // XLA_FFI_Extension_Metadata
 inline constexpr int kStageExecute = 3;       // XLA_FFI_ExecutionStage_EXECUTE
 inline constexpr int kErrorUnknown = 2;
 inline constexpr int kErrorInvalidArgument = 3;
+inline constexpr int kErrorResourceExhausted = 8;
+inline constexpr int kErrorFailedPrecondition = 9;
+inline constexpr int kErrorUnimplemented = 12;
 inline constexpr int kArgBuffer = 1;   // XLA_FFI_ArgType_BUFFER
 inline constexpr int kRetBuffer = 1;   // XLA_FFI_RetType_BUFFER
 inline constexpr int kAttrScalar = 3;  // XLA_FFI_AttrType_SCALAR
-inline constexpr int kDataTypeU64 = 9;  // XLA_FFI_DataType_U64
+// XLA_FFI_DataType: the element types of buffers and scalar attributes.
+inline constexpr int kDataTypePred = 1;
+inline constexpr int kDataTypeS32 = 4;
+inline constexpr int kDataTypeU8 = 6;
+inline constexpr int kDataTypeU64 = 9;
+inline constexpr int kDataTypeF32 = 11;
+inline constexpr int kDataTypeF64 = 12;
+inline constexpr int kDataTypeC64 = 15;
+inline constexpr int kDataTypeC128 = 18;
 
 struct ExtensionBase {
   size_t struct_size;

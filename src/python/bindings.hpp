@@ -12,6 +12,8 @@ void bind_errors(nanobind::module_& m);
 void bind_platforms(nanobind::module_& m);
 /// Plugin, custom-call handlers, host callbacks and the plugin's FFI version.
 void bind_plugins(nanobind::module_& m);
+/// cyxla's LAPACK handlers: their targets and library (src/lapack/).
+void bind_lapack(nanobind::module_& m);
 /// Reading and writing program files (program/program_file.hpp).
 void bind_program_file(nanobind::module_& m);
 /// The submodule `_cache`: the disk cache's store (bind_cache.cpp).

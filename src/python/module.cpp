@@ -16,6 +16,7 @@ NB_MODULE(_core, m) {
   bind_errors(m);
   bind_platforms(m);
   bind_plugins(m);
+  bind_lapack(m);
   bind_program_file(m);
   bind_cache(m);
   bind_runtime(m);

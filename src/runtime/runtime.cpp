@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "lapack/registration.hpp"
 #include "runtime/compile_options.hpp"
 #include "runtime/element_type.hpp"
 #include "runtime/executable.hpp"
@@ -60,6 +61,8 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
   }
   runtime->device_ = devices.addressable_devices[0];
   runtime->device_count_ = devices.num_addressable_devices;
+  // jnp.linalg's custom calls, in every process that runs the CPU plugin.
+  if (runtime->platform_ == "cpu") lapack::register_handlers(p);
   return runtime;
 }
 

@@ -35,7 +35,17 @@ static_assert(ours::kErrorUnknown == XLA_FFI_Error_Code_UNKNOWN);
 static_assert(ours::kArgBuffer == XLA_FFI_ArgType_BUFFER);
 static_assert(ours::kRetBuffer == XLA_FFI_RetType_BUFFER);
 static_assert(ours::kAttrScalar == XLA_FFI_AttrType_SCALAR);
+static_assert(ours::kErrorResourceExhausted == XLA_FFI_Error_Code_RESOURCE_EXHAUSTED);
+static_assert(ours::kErrorFailedPrecondition == XLA_FFI_Error_Code_FAILED_PRECONDITION);
+static_assert(ours::kErrorUnimplemented == XLA_FFI_Error_Code_UNIMPLEMENTED);
+static_assert(ours::kDataTypePred == XLA_FFI_DataType_PRED);
+static_assert(ours::kDataTypeS32 == XLA_FFI_DataType_S32);
+static_assert(ours::kDataTypeU8 == XLA_FFI_DataType_U8);
 static_assert(ours::kDataTypeU64 == XLA_FFI_DataType_U64);
+static_assert(ours::kDataTypeF32 == XLA_FFI_DataType_F32);
+static_assert(ours::kDataTypeF64 == XLA_FFI_DataType_F64);
+static_assert(ours::kDataTypeC64 == XLA_FFI_DataType_C64);
+static_assert(ours::kDataTypeC128 == XLA_FFI_DataType_C128);
 
 static_assert(sizeof(ours::ExtensionBase) == sizeof(TheirExtensionBase));
 SAME_OFFSET(ExtensionBase, type, TheirExtensionBase, type);

@@ -13,11 +13,13 @@ from cyxla._errors import UnsupportedProgramError
 from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi.plugin import Registration
 from cyxla._ffi.sources import (
+    cyxla_lapack_targets,
     cyxla_targets,
     jax_held_targets,
     jax_imported,
     jaxlib_targets,
     mirroring_enabled,
+    scipy_lapack,
 )
 from cyxla._ffi.targets import Target, target_from
 
@@ -147,7 +149,22 @@ def register_on_load(plugin: _core.Plugin, runtime: _core.Runtime, platform: str
     with lock:
         record(entries)
         _loaded = _Loaded(plugin, runtime, platform)
+        if platform == "cpu":
+            _hold_cyxla_lapack(plugin)
         register_with_loaded(list(_targets.values()))
+
+
+def _hold_cyxla_lapack(plugin: _core.Plugin) -> None:
+    """Records cyxla's LAPACK handlers, which the core registered as the plugin's runtime
+    was created, as the plugin's: XLA keeps the first handler of a name, and jaxlib's of
+    these names are then never registered. Their LAPACK is SciPy's OpenBLAS where SciPy
+    is installed, the library jaxlib's handlers call. Called with `lock` held."""
+    if (library := scipy_lapack()) is not None:
+        _core.prefer_lapack_library(library)
+    version = _core._ffi_version(plugin)
+    for name in cyxla_lapack_targets():
+        if _core.has_ffi_handler(plugin, name):
+            _registered[name] = Registration(name, "cyxla", version, version, None)
 
 
 def register_missing(targets: list[str]) -> None:

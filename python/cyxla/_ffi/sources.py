@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import pkgutil
 import sys
@@ -20,12 +21,14 @@ from cyxla._platforms import XLA_PLATFORMS
 __all__ = [
     "JAXLIB_CPU_MODULES",
     "MIRROR_ENVIRONMENT_VARIABLE",
+    "cyxla_lapack_targets",
     "cyxla_targets",
     "jax_held_targets",
     "jax_imported",
     "jaxlib_targets",
     "mirroring_enabled",
     "prepare_jaxlib",
+    "scipy_lapack",
 ]
 
 #: The package of jaxlib's CPU kernels (LAPACK, sparse, ...), imported by name: the
@@ -60,6 +63,30 @@ def cyxla_targets(platform: str) -> list[Target]:
     return [Target(PYTHON_CALLBACK_TARGET, "cpu", handler, 0, origin="cyxla")]
 
 
+def cyxla_lapack_targets() -> frozenset[str]:
+    """The LAPACK targets that cyxla's own handlers run (src/lapack/): the core registers
+    them with every CPU plugin as its runtime is created, so jaxlib's handlers of these
+    names are never registered, in any process."""
+    return frozenset(_core.lapack_targets())
+
+
+def scipy_lapack() -> str | None:
+    """The OpenBLAS that SciPy carries (scipy.libs/libscipy_openblas*.so, 32-bit
+    integers, symbols prefixed scipy_), found without importing SciPy, or None. jaxlib's
+    LAPACK handlers call this library, so cyxla's handlers prefer it: the same bits as
+    jax.jit's."""
+    spec = importlib.util.find_spec("scipy")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        libs = os.path.join(os.path.dirname(location), "scipy.libs")
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(libs)):
+                if name.startswith("libscipy_openblas") and "64_" not in name:
+                    return os.path.join(libs, name)
+    return None
+
+
 def jax_imported() -> bool:
     """Whether this process imported JAX: before that, JAX holds no registrations, and
     cyxla imports it only where it lowers or a program calls a target it does not hold."""
@@ -85,7 +112,10 @@ def prepare_jaxlib(targets: Iterable[str]) -> None:
     LAPACK handlers call through function pointers that it reads from SciPy (which JAX
     does when it lowers linear algebra, and a program from a cache never did)."""
     jaxlib_targets()
-    modules = {id(m): m for t in targets if (m := _jaxlib_modules.get(t)) is not None}
+    ours = cyxla_lapack_targets()
+    modules = {
+        id(m): m for t in targets if t not in ours and (m := _jaxlib_modules.get(t)) is not None
+    }
     for module in modules.values():
         if hasattr(module, "initialize"):
             module.initialize()
