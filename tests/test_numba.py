@@ -150,7 +150,7 @@ def test_a_bound_call_in_use_returns_busy_and_check_raises_busy_error() -> None:
     assert once(bound.handle) == OK  # free again
 
 
-def test_python_and_numba_calls_of_one_bound_call_are_never_in_it_at_once() -> None:
+def test_python_and_numba_threads_are_never_in_one_bound_call_at_once() -> None:
     """Both doors count their calls of the handle in one place: a Python call made while a
     numba call is in the bound call is refused as busy, and the other way round."""
     function = jax.jit(lambda x: jax.lax.fori_loop(0, 200, lambda i, v: jnp.sin(v) + 1e-3, x))
