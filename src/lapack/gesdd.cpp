@@ -9,6 +9,7 @@
 
 #include "lapack/call.hpp"
 #include "lapack/handlers.hpp"
+#include "lapack/svd_contract.hpp"
 
 namespace cyxla::lapack {
 
@@ -16,33 +17,7 @@ template <typename T>
 xla_ffi::Error* gesdd(xla_ffi::CallFrame* frame) noexcept {
   using R = typename Element<T>::Real;
   return run_handler(frame, "gesdd", Element<T>::letter, [&](const Call& call) {
-    call.expect_counts(1, 5);
-    const Array x = call.operand(0, Element<T>::dtype, "x");
-    const Matrices m = call.matrices(x);
-    const Array out = call.result(0, Element<T>::dtype, "x_out");
-    const Array s = call.result(1, Element<R>::dtype, "s");
-    const Array u = call.result(2, Element<T>::dtype, "u");
-    const Array vt = call.result(3, Element<T>::dtype, "vt");
-    const Array info = call.result(4, xla_ffi::kDataTypeS32, "info");
-    const char mode = call.char_attribute("mode", "ASNO");
-    if (mode == 'O') {
-      call.refuse("the mode 'O' (U or V^H overwriting x) is not supported, as in jaxlib",
-                  xla_ffi::kErrorUnimplemented);
-    }
-    const lapack_int k = std::min(m.rows, m.cols);
-    call.expect_dims(out, m.batch_dims, {m.rows, m.cols});
-    call.expect_dims(s, m.batch_dims, {k});
-    call.expect_dims(info, m.batch_dims, {});
-    // U and V^H are written in modes 'A' and 'S' only; in 'N' they are not referenced.
-    const Matrices mu = call.matrices(u);
-    const Matrices mvt = call.matrices(vt);
-    if (mode == 'N') {
-      call.expect_dims(u, m.batch_dims, {mu.rows, mu.cols});
-      call.expect_dims(vt, m.batch_dims, {mvt.rows, mvt.cols});
-    } else {
-      call.expect_dims(u, m.batch_dims, {m.rows, mode == 'A' ? m.rows : k});
-      call.expect_dims(vt, m.batch_dims, {mode == 'A' ? m.cols : k, m.cols});
-    }
+    const auto& [x, out, s, u, vt, info, m, mu, mvt, mode, k] = svd_arrays<T>(call);
     const Library& library = call.library();
     auto* fn = [&] {
       if constexpr (std::is_same_v<T, float>) return library.sgesdd;

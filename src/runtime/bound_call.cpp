@@ -84,7 +84,7 @@ void BoundCall::call_alone() {
   // what it holds now. PJRT asks that memory under a zero-copy buffer not change while the
   // buffer lives; the CPU client reads it only inside Execute, which runs synchronously in
   // this thread, so changes between calls are seen and none races with a read.
-  for (const Staged& s : staged_) shared_copy(s.to, s.from, s.bytes);
+  for (const HostCopy& copy : staged_) copy.run();
   // A donated buffer is consumed by the call that it is donated to: one per call.
   const std::vector<size_t>& donated = executable_->donated_outputs();
   for (size_t k = 0; k < donated.size(); ++k) {

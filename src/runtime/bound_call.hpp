@@ -11,6 +11,7 @@
 
 #include "pjrt/handles.hpp"
 #include "runtime/executable.hpp"
+#include "runtime/shared_copy.hpp"
 
 namespace cyxla {
 
@@ -40,12 +41,6 @@ class BoundCall {
   }
 
  private:
-  /// An unaligned input and the aligned copy its buffer aliases.
-  struct Staged {
-    const void* from;
-    void* to;
-    size_t bytes;
-  };
   struct Free {
     void operator()(void* p) const noexcept { std::free(p); }
   };
@@ -56,7 +51,7 @@ class BoundCall {
   // Aligned memory of its own: copies of the unaligned inputs, and the results of the
   // donated outputs that cannot be written in place.
   std::unique_ptr<void, Free> staging_;
-  std::vector<Staged> staged_;
+  std::vector<HostCopy> staged_;  // unaligned inputs into the copies their buffers alias
   bool resident_ = false;  // whether buffers_ hold the inputs (the CPU)
   std::vector<pjrt::Buffer> buffers_;  // one per input, made once
   std::vector<void*> donors_;  // per donated output, the memory it is written to

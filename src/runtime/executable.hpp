@@ -11,6 +11,7 @@
 #include "kernels/kernel_program.hpp"
 #include "pjrt/handles.hpp"
 #include "runtime/host_memory.hpp"
+#include "runtime/shared_copy.hpp"
 #include "runtime/tensor_spec.hpp"
 
 namespace cyxla {
@@ -93,14 +94,9 @@ class Executable {
   /// A kernel-runner call over memory that stays where it is (a bound call's): every
   /// address its steps use, resolved once, and the copies its layout needs on each call.
   struct ResolvedKernelCall {
-    struct Copy {
-      const void* from;
-      void* to;
-      size_t bytes;
-    };
     std::vector<kernels::KernelArg> slices;  // KernelProgram::resolve
-    std::vector<Copy> inputs_staged;         // unaligned inputs into their staging
-    std::vector<Copy> outputs_copied;        // outputs not written in place
+    std::vector<HostCopy> inputs_staged;     // unaligned inputs into their staging
+    std::vector<HostCopy> outputs_copied;    // outputs not written in place
   };
   /// The call laid out by lay_out_kernel_call in `bases`, over `inputs` and `outputs`.
   ResolvedKernelCall resolve_kernel_call(std::span<const void* const> inputs,

@@ -116,9 +116,9 @@ Executable::ResolvedKernelCall Executable::resolve_kernel_call(
 }
 
 void Executable::run_resolved(const ResolvedKernelCall& call) const {
-  for (const ResolvedKernelCall::Copy& c : call.inputs_staged) shared_copy(c.to, c.from, c.bytes);
+  for (const HostCopy& copy : call.inputs_staged) copy.run();
   kernels_->run(call.slices);
-  for (const ResolvedKernelCall::Copy& c : call.outputs_copied) shared_copy(c.to, c.from, c.bytes);
+  for (const HostCopy& copy : call.outputs_copied) copy.run();
 }
 
 void Executable::run_kernels(std::span<std::byte* const> bases, std::span<void* const> outputs,

@@ -26,4 +26,13 @@ inline void shared_copy(void* dst, const void* src, size_t bytes) noexcept {
   }
 }
 
+/// A copy that a call repeats: an unaligned input into its aligned staging, or a result
+/// out of memory of the call's own, laid out once (a bound call's).
+struct HostCopy {
+  const void* from;
+  void* to;
+  size_t bytes;
+  void run() const noexcept { shared_copy(to, from, bytes); }
+};
+
 }  // namespace cyxla
