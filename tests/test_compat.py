@@ -1,7 +1,9 @@
-"""Version skew between jaxlib and the plugin: the installed pair is in step, and a jaxlib
-newer than the plugin (simulated: the two cannot be installed together, the plugin pins
-jax) is reported at load and by `python -m cyxla`, naming both packages and the API
-versions. And `python -m cyxla info`, the report a bug needs."""
+"""Version skew between jaxlib and the plugin: the installed pair fits (in step on jax
+0.10 and 0.11; on jax 0.12, whose jaxlib is newer than the only CPU plugin, usable through
+the gaps cyxla bridges), and a jaxlib newer than the plugin (simulated where it is not) is
+reported at load and by `python -m cyxla`, naming both packages and the API versions: a
+warning for the gaps that stop whole kinds of programs, a note for those cyxla bridges.
+And `python -m cyxla info`, the report a bug needs."""
 
 from __future__ import annotations
 
@@ -57,14 +59,26 @@ def newer_jaxlib(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     return simulate
 
 
-def test_the_installed_pair_is_in_step() -> None:
+def installed_jaxlib_is_newer(verdict: Any) -> bool:
+    """Whether the installed jaxlib writes or builds for newer APIs than the plugin runs
+    (jax 0.12 beside the 0.11.2 CPU plugin)."""
+    assert verdict.plugin_ffi is not None and verdict.plugin_stablehlo is not None
+    return (
+        verdict.jaxlib_ffi > verdict.plugin_ffi
+        or verdict.jaxlib_stablehlo > verdict.plugin_stablehlo
+    )
+
+
+def test_the_installed_pair_fits() -> None:
     loaded = cx.initialize()
-    verdict = _compat.verdict(loaded.plugin, loaded.library)
-    assert verdict.in_step, verdict.message()
+    verdict = _compat.verdict(loaded.plugin, loaded.library, "cpu")
     assert verdict.jaxlib_ffi == header_ffi_version()
-    assert verdict.plugin_ffi is not None and verdict.plugin_ffi >= header_ffi_version()
-    assert verdict.plugin_stablehlo is not None
-    assert verdict.jaxlib_stablehlo <= verdict.plugin_stablehlo
+    assert verdict.usable and not verdict.fatal, verdict.message()
+    if installed_jaxlib_is_newer(verdict):  # jax 0.12: each gap bridged, and said so
+        assert not verdict.in_step and verdict.notes
+        assert "cyxla bridges the gap" in verdict.bridged()
+    else:
+        assert verdict.in_step, verdict.bridged()
     # The header's version is the one jaxlib's handlers report at registration.
     handler_versions = {r.handler_ffi_version for r in registry.registrations().values()}
     assert header_ffi_version() in handler_versions
@@ -139,37 +153,60 @@ def test_a_plugin_without_an_ffi_extension_has_no_ffi_version(
     )
 
 
+def test_jaxlib_newer_than_the_cpu_plugin_is_bridged_without_a_warning(
+    newer_jaxlib: Callable[..., None],
+) -> None:
+    """On the CPU, cyxla bridges both gaps of a newer jaxlib: programs are written at the
+    plugin's StableHLO, and its own LAPACK handlers run at the plugin's XLA FFI; the
+    verdict says so, and loading does not warn."""
+    loaded = cx.initialize()
+    newer_jaxlib()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        verdict = _compat.check_on_load(loaded.plugin, loaded.library, "cpu")
+    assert verdict.usable and not verdict.in_step and not verdict.problems
+    text = verdict.bridged()
+    plugin = f"lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')}"
+    assert text.startswith(f"jax 0.12.0 and jaxlib 0.12.0 are newer than the plugin {plugin}")
+    assert "jaxlib writes StableHLO 1.99.0, the plugin reads at most " in text
+    assert "lower refuses one that uses a newer operation" in text
+    assert "built against XLA FFI 0.9 and the plugin's XLA runs XLA FFI " in text
+    assert "cyxla's own handlers run jnp.linalg's LAPACK targets" in text
+
+
 def test_jaxlib_newer_than_the_plugin_warns_once_naming_both_packages(
     newer_jaxlib: Callable[..., None],
 ) -> None:
+    """Where cyxla has no handlers of its own (a GPU plugin), jaxlib's newer handlers stop
+    every program with a custom call: a warning at load."""
     loaded = cx.initialize()
     newer_jaxlib()
     with pytest.warns(cx.VersionSkewWarning) as caught:
-        verdict = _compat.check_on_load(loaded.plugin, loaded.library)
-    assert not verdict.in_step and not verdict.fatal
+        verdict = _compat.check_on_load(loaded.plugin, loaded.library, "cuda")
+    assert not verdict.usable and not verdict.fatal
     (warning,) = caught
     message = str(warning.message)
     plugin = f"lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')}"
     assert f"jax 0.12.0 and jaxlib 0.12.0 are newer than the plugin {plugin}" in message
-    assert "jaxlib writes StableHLO 1.99.0, the plugin reads at most " in message
     assert "built against XLA FFI 0.9, the plugin's XLA runs XLA FFI " in message
+    assert "StableHLO" not in message  # bridged: a note, not a warning
     assert "install a plugin at least as new as jaxlib" in message
     assert issubclass(cx.VersionSkewWarning, UserWarning)
     # Once per library: a second load of the same plugin says nothing more.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _compat.check_on_load(loaded.plugin, loaded.library)
+        _compat.check_on_load(loaded.plugin, loaded.library, "cuda")
 
 
 def test_each_kind_of_skew_is_named_alone(newer_jaxlib: Callable[..., None]) -> None:
     loaded = cx.initialize()
     plugin_stablehlo = tuple(loaded.plugin.attributes["stablehlo_current_version"])
     newer_jaxlib(stablehlo=plugin_stablehlo)
-    message = _compat.verdict(loaded.plugin, loaded.library).message()
-    assert "XLA FFI 0.9" in message and "StableHLO" not in message
+    (note,) = _compat.verdict(loaded.plugin, loaded.library, "cpu").notes
+    assert "XLA FFI 0.9" in note and "StableHLO" not in note
     newer_jaxlib(ffi=(0, 0))
-    message = _compat.verdict(loaded.plugin, loaded.library).message()
-    assert "StableHLO 1.99.0" in message and "XLA FFI" not in message
+    (note,) = _compat.verdict(loaded.plugin, loaded.library, "cpu").notes
+    assert "StableHLO 1.99.0" in note and "XLA FFI" not in note
 
 
 def test_a_plugin_that_reads_nothing_jaxlib_writes_is_refused(
@@ -182,30 +219,43 @@ def test_a_plugin_that_reads_nothing_jaxlib_writes_is_refused(
     assert "jaxlib 0.12.0" in str(error.value) and "lammps-jax-pjrt-cpu" in str(error.value)
 
 
-def test_the_plugin_listing_shows_the_skew_and_fails(
+def test_the_plugin_listing_shows_a_bridged_gap_and_succeeds(
     newer_jaxlib: Callable[..., None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     newer_jaxlib()
+    assert cli_plugins.main() == 0
+    out = capsys.readouterr().out
+    assert "  usable with a newer jaxlib: jax 0.12.0 and jaxlib 0.12.0 are newer" in out
+    assert "cyxla bridges the gap" in out
+
+
+def test_the_plugin_listing_shows_the_skew_and_fails(
+    newer_jaxlib: Callable[..., None],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    newer_jaxlib()
+    monkeypatch.setattr(_compat, "_own_lapack_handlers", lambda: False)
     assert cli_plugins.main() == 1
     out = capsys.readouterr().out
     assert "  version skew (VersionSkewWarning at load): jax 0.12.0 and jaxlib 0.12.0" in out
-    assert "no usable plugin: none loads and is in step with jaxlib" in out
+    assert "no usable plugin: none loads and is usable with jaxlib" in out
 
 
 def test_the_plugin_listing_shows_a_verdict_that_fails_and_goes_on(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def fails(plugin: Any, library: str) -> Any:
+    def fails(plugin: Any, library: str, platform: str | None = None) -> Any:
         raise RuntimeError("the attributes cannot be read")
 
     monkeypatch.setattr(_compat, "verdict", fails)
     assert cli_plugins.main() == 1
     out = capsys.readouterr().out
     assert "  versions unknown: RuntimeError: the attributes cannot be read" in out
-    assert "no usable plugin: none loads and is in step with jaxlib" in out
+    assert "no usable plugin: none loads and is usable with jaxlib" in out
 
 
-def test_the_plugin_listing_shows_the_pair_in_step() -> None:
+def test_the_plugin_listing_shows_how_the_pair_fits() -> None:
     result = run_cyxla("plugins")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -213,7 +263,11 @@ def test_the_plugin_listing_shows_the_pair_in_step() -> None:
     assert (
         lines[at + 3] == f"  package: lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')}"
     )
-    assert lines[at + 4].startswith("  in step with jaxlib: StableHLO ")
+    loaded = cx.initialize()
+    if installed_jaxlib_is_newer(_compat.verdict(loaded.plugin, loaded.library, "cpu")):
+        assert lines[at + 4].startswith("  usable with a newer jaxlib: jax ")
+    else:
+        assert lines[at + 4].startswith("  in step with jaxlib: StableHLO ")
 
 
 def test_loading_warns_in_a_fresh_process() -> None:
@@ -226,6 +280,7 @@ def test_loading_warns_in_a_fresh_process() -> None:
         import cyxla as cx
         from cyxla._run import compat as _compat
         _compat.jaxlib_ffi_version = lambda: (0, 9)
+        _compat._own_lapack_handlers = lambda: False  # as on a GPU: the gap is not bridged
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             cx.initialize()
@@ -253,7 +308,12 @@ def test_info_reports_what_a_bug_report_needs() -> None:
     assert any(line.startswith("jaxlib APIs: StableHLO ") and line.endswith(ffi) for line in lines)
     plugin = f"plugin cpu (cpu): lammps-jax-pjrt-cpu {metadata.version('lammps-jax-pjrt-cpu')} ("
     (line,) = [line for line in lines if line.startswith(plugin)]
-    assert ", PJRT 0." in line and line.endswith("; in step with jaxlib")
+    assert ", PJRT 0." in line
+    loaded = cx.initialize()
+    if installed_jaxlib_is_newer(_compat.verdict(loaded.plugin, loaded.library, "cpu")):
+        assert "; usable with a newer jaxlib: " in line and "cyxla bridges the gap" in line
+    else:
+        assert line.endswith("; in step with jaxlib")
     assert any(line.startswith("cache directory: ") for line in lines)
     assert f"native ABI version: {cx.ABI_VERSION}" in lines
 

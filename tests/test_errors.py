@@ -12,6 +12,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -170,11 +171,22 @@ def test_run_converts_a_fortran_ordered_input_of_another_dtype() -> None:
 # ------------------------------------------------------------------------ lower()
 
 
-@pytest.mark.parametrize(
-    "dtype",
-    [jnp.float8_e4m3fn, jnp.float8_e5m2, jnp.int4, jnp.uint4],
-    ids=lambda d: np.dtype(d).name,
-)
+#: Element types no PJRT buffer of cyxla's carries: 8-bit floats and 4-bit integers, and
+#: ml_dtypes 0.7's (the version jax 0.12 brings) int1, complex32, bcomplex32 and
+#: float8_e5m3fnu (issue 32).
+_UNCARRIED = [
+    jnp.float8_e4m3fn,
+    jnp.float8_e5m2,
+    jnp.int4,
+    jnp.uint4,
+    ml_dtypes.int1,
+    ml_dtypes.complex32,
+    ml_dtypes.bcomplex32,
+    ml_dtypes.float8_e5m3fnu,
+]
+
+
+@pytest.mark.parametrize("dtype", _UNCARRIED, ids=lambda d: np.dtype(d).name)
 def test_unsupported_input_dtype(dtype: Any) -> None:
     spec = jax.ShapeDtypeStruct((4,), dtype)
     with pytest.raises(cx.UnsupportedProgramError) as caught:
@@ -208,6 +220,27 @@ def test_unsupported_output_dtype() -> None:
     message = str(caught.value)
     assert message.startswith("output[1] has dtype float8_e4m3fn, which cyxla cannot carry")
     assert "bfloat16" in message  # says what is supported
+
+
+@pytest.mark.parametrize("dtype", _UNCARRIED[4:], ids=lambda d: np.dtype(d).name)
+def test_ml_dtypes_newest_types_as_outputs(dtype: Any) -> None:
+    """Where JAX can make an array of one of ml_dtypes 0.7's types (jax 0.12 can), lower
+    refuses it as an output by name; where JAX cannot, JAX's own error stands."""
+
+    def fn(x: jax.Array) -> jax.Array:
+        return x.astype(dtype)
+
+    x = jax.ShapeDtypeStruct((3,), jnp.float32)
+    try:
+        jax.eval_shape(fn, x)
+    except TypeError as jax_refusal:
+        with pytest.raises(TypeError, match=re.escape(str(jax_refusal))):
+            cx.lower(fn, [x])
+        return
+    with pytest.raises(cx.UnsupportedProgramError) as caught:
+        cx.lower(fn, [x])
+    name = np.dtype(dtype).name
+    assert str(caught.value).startswith(f"output[0] has dtype {name}, which cyxla cannot carry")
 
 
 def test_unsupported_types_inside_a_program_are_fine() -> None:

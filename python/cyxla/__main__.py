@@ -30,10 +30,10 @@ _COMMANDS = {
 _DESCRIPTIONS = {
     "plugins": """List every PJRT plugin cyxla can find, the installed ones first: its library,
 whether it loads, its PJRT, StableHLO and XLA FFI versions, the wheel it came from, and
-whether it is in step with jaxlib; then the ones that are not installed, with the extra
-that installs each.
+whether it fits jaxlib (in step, or older in ways cyxla bridges); then the ones that are
+not installed, with the extra that installs each.
 
-exit status: 0 when a plugin loads and is in step with jaxlib, 1 when none does (with
+exit status: 0 when a plugin loads and is usable with jaxlib, 1 when none does (with
 --path: 1 when the platform has no installed plugin)""",
     "info": """Print what a bug report needs, one `name: value` a line: the versions of cyxla,
 Python, jax, jaxlib, NumPy and ml_dtypes, the StableHLO and XLA FFI versions jaxlib

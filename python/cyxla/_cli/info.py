@@ -29,16 +29,22 @@ def _version(value: object) -> str:
     return "unknown" if value is None else str(value)
 
 
-def _plugin(library: str) -> str:
-    """The plugin at `library`: its wheel, its API versions and its fit with jaxlib."""
+def _plugin(library: str, platform: str | None = None) -> str:
+    """The plugin at `library` (of cyxla's `platform`, where known): its wheel, its API
+    versions and its fit with jaxlib."""
     try:
         plugin = plugins.load_library(library)
-        verdict = compat.verdict(plugin, library)
+        verdict = compat.verdict(plugin, library, platform)
     except Exception as error:  # shown, not raised: a report must go on
         return f"{library}, not loadable: {type(error).__name__}: {error}"
     major, minor = plugin.version
     attributes = plugin.attributes
-    fit = "in step with jaxlib" if verdict.in_step else f"version skew: {verdict.message()}"
+    if verdict.in_step:
+        fit = "in step with jaxlib"
+    elif verdict.usable:
+        fit = f"usable with a newer jaxlib: {verdict.bridged()}"
+    else:
+        fit = f"version skew: {verdict.message()}"
     return (
         f"{compat.distribution_of(library) or 'no package'} ({library}), PJRT {major}.{minor}, "
         f"StableHLO {_version(attributes.get('stablehlo_minimum_version'))} to "
@@ -64,7 +70,7 @@ def lines() -> list[str]:
             library = entry.library_path()
         except PluginNotFoundError:
             continue
-        found.append(f"plugin {entry.name} ({entry.platform}): {_plugin(library)}")
+        found.append(f"plugin {entry.name} ({entry.platform}): {_plugin(library, entry.platform)}")
     override = os.environ.get(plugins.PLUGIN_ENVIRONMENT_VARIABLE)
     if override:
         found.append(f"plugin {plugins.PLUGIN_ENVIRONMENT_VARIABLE}: {_plugin(override)}")

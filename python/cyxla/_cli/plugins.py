@@ -1,6 +1,7 @@
 """`python -m cyxla plugins`: every plugin cyxla can find, whether it loads, and whether it
-is in step with jaxlib (`cyxla._run.compat`'s verdict, the one a load warns with). Exits non-zero
-when no plugin is both loadable and in step. `--path PLATFORM` prints only the library of
+fits jaxlib: in step, usable (older than jaxlib in ways cyxla bridges) or skewed
+(`cyxla._run.compat`'s verdict, the one a load warns with). Exits non-zero when no plugin
+is both loadable and usable. `--path PLATFORM` prints only the library of
 the installed plugin of that platform, for scripts that deploy an application with it."""
 
 from __future__ import annotations
@@ -68,9 +69,9 @@ def main(args: argparse.Namespace | None = None) -> int:
             except Exception as error:  # shown, not raised: listing must go on
                 status = f"not loadable: {type(error).__name__}: {error}"
             else:
-                line, in_step = _verdict(plugin, path)
+                line, fits = _verdict(plugin, path, platform)
                 status += "\n  " + line
-                usable += in_step
+                usable += fits
         rows[index] = (name, platform, path, status)
     # What is installed first; what could be (one line each: how to install it) after.
     rows.sort(key=lambda row: row[2] == "-")
@@ -80,7 +81,7 @@ def main(args: argparse.Namespace | None = None) -> int:
     if loaded is not None:
         print(f"loaded in this process: {loaded.platform} from {loaded.library}")
     if not usable:
-        print("no usable plugin: none loads and is in step with jaxlib")
+        print("no usable plugin: none loads and is usable with jaxlib")
         return 1
     return 0
 
@@ -94,14 +95,16 @@ def _print_path(platform: str) -> int:
     return 0
 
 
-def _verdict(plugin: _core.Plugin, path: str) -> tuple[str, bool]:
+def _verdict(plugin: _core.Plugin, path: str, platform: str) -> tuple[str, bool]:
     """The line on how the plugin fits jaxlib, and whether it is usable."""
     try:
-        verdict = compat.verdict(plugin, path)
+        verdict = compat.verdict(plugin, path, platform)
     except Exception as error:  # shown, not raised: listing must go on
         return f"versions unknown: {type(error).__name__}: {error}", False
     package = f"package: {compat.distribution_of(path) or 'none (a library given by path)'}\n  "
     if verdict.in_step:
         return f"{package}in step with jaxlib: {verdict.summary()}", True
+    if verdict.usable:
+        return f"{package}usable with a newer jaxlib: {verdict.bridged()}", True
     kind = "refused" if verdict.fatal else "VersionSkewWarning at load"
     return f"{package}version skew ({kind}): {verdict.message()}", False

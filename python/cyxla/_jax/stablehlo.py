@@ -8,7 +8,7 @@ from typing import Any
 
 from cyxla._jax.jaxlib import _jax, hlo, ir, mlir
 
-__all__ = ["serialize", "stablehlo_target_of", "without_locations"]
+__all__ = ["serialize", "stablehlo_target_of", "without_locations", "written_version"]
 
 
 def _version_text(version: Sequence[int]) -> str:
@@ -19,10 +19,15 @@ def _parse_version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
+def written_version() -> str:
+    """The StableHLO version this jaxlib writes."""
+    return str(hlo.get_current_version())
+
+
 def stablehlo_target_of(plugin: Any) -> str:
     """The StableHLO version to serialize at for `plugin` (a `_core.Plugin`): the older of
     the plugin's and jaxlib's."""
-    ours = str(hlo.get_current_version())
+    ours = written_version()
     theirs = plugin.attributes.get("stablehlo_current_version")
     if theirs is None:
         return ours

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -15,7 +16,12 @@ import numpy as np
 from cyxla._errors import PluginNotFoundError, UnsupportedProgramError
 from cyxla._ffi import checks
 from cyxla._ffi.targets import HOST_CALLBACK_REFUSAL, custom_calls_of
-from cyxla._jax.stablehlo import serialize, stablehlo_target_of, without_locations
+from cyxla._jax.stablehlo import (
+    serialize,
+    stablehlo_target_of,
+    without_locations,
+    written_version,
+)
 from cyxla._lower.callbacks import CallbackLowering
 from cyxla._platforms import normalize_platform, platform_of_device
 from cyxla._program.dtypes import SUPPORTED_NAMES, element_type_of
@@ -239,6 +245,28 @@ def _check_exported(exported: Any, name: str, callbacks: CallbackLowering | None
         )
 
 
+#: MLIR's words for an operation that the target version of StableHLO lacks.
+_NEWER_OPERATION = re.compile(r"failed to legalize operation '([^']+)'")
+
+
+def _serialized(text: str, target: str, platform: str, name: str) -> bytes:
+    """`text` serialized at `target`, the plugin's StableHLO version; an operation newer
+    than that version (jaxlib newer than the plugin) is refused by name."""
+    try:
+        return serialize(text, target)
+    except Exception as error:  # jaxlib's runtime error, whose class moved between versions
+        newest = written_version()
+        if target == newest:
+            raise
+        found = _NEWER_OPERATION.search(str(error))
+        operation = f"an operation ({found.group(1)})" if found else "an operation"
+        raise UnsupportedProgramError(
+            f"{name} uses {operation} newer than StableHLO {target}, the newest version "
+            f"the {platform} plugin reads (jaxlib writes {newest}): install a plugin at "
+            "least as new as jaxlib, or a jax and jaxlib no newer than the plugin"
+        ) from error
+
+
 def _program(
     exported: Any, text: str, target: str, platform: str, name: str, donated: tuple[int, ...]
 ) -> Program:
@@ -246,7 +274,7 @@ def _program(
     its last parameters receive the outputs `donated`, the others are the caller's."""
     inputs = len(exported.in_avals) - len(donated)
     return Program(
-        stablehlo=serialize(text, target),
+        stablehlo=_serialized(text, target, platform, name),
         stablehlo_version=target,
         platform=platform,
         inputs=_specs(exported.in_avals[:inputs], "input"),

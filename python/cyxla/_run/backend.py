@@ -190,7 +190,7 @@ def _check_jaxlib(plugin: LoadedPlugin, stacklevel: int) -> None:
     never imports it, and needs no check."""
     global _jaxlib_checked
     if not _jaxlib_checked and sources.jax_imported():
-        compat.check_on_load(plugin.plugin, plugin.library, stacklevel + 1)
+        compat.check_on_load(plugin.plugin, plugin.library, plugin.platform, stacklevel + 1)
         _jaxlib_checked = True
 
 

@@ -115,8 +115,10 @@ def _text(version: tuple[int, ...] | None) -> str:
 
 @dataclass(frozen=True)
 class Verdict:
-    """How jaxlib and a plugin fit: `problems` is empty when they are in step; `fatal`
-    when the plugin can read nothing jaxlib writes."""
+    """How jaxlib and a plugin fit. `problems` are the gaps that stop whole kinds of
+    programs (the load warns of them), `fatal` when the plugin can read nothing jaxlib
+    writes; `notes` are the gaps cyxla bridges, where only a program that needs what
+    the plugin lacks is refused, naming it."""
 
     library: str
     plugin_package: str | None
@@ -126,9 +128,16 @@ class Verdict:
     plugin_ffi: tuple[int, int] | None
     problems: tuple[str, ...]
     fatal: bool
+    notes: tuple[str, ...] = ()
 
     @property
     def in_step(self) -> bool:
+        """No gap at all: the plugin is at least as new as jaxlib."""
+        return not self.problems and not self.notes
+
+    @property
+    def usable(self) -> bool:
+        """No gap that stops whole kinds of programs (notes allowed)."""
         return not self.problems
 
     def summary(self) -> str:
@@ -141,15 +150,22 @@ class Verdict:
 
     def message(self) -> str:
         """The whole verdict for a skew: packages, API versions, what to install."""
-        packages = (
+        return f"{self._packages()}: {'; '.join(self.problems)}; {_INSTALL_HINT}"
+
+    def bridged(self) -> str:
+        """The gaps cyxla bridges, for a plugin older than jaxlib that is still usable."""
+        return f"{self._packages()}, and cyxla bridges the gap: {'; '.join(self.notes)}"
+
+    def _packages(self) -> str:
+        return (
             f"{_named('jax')} and {_named('jaxlib')} are newer than the plugin "
             f"{self.plugin_package or self.library}"
         )
-        return f"{packages}: {'; '.join(self.problems)}; {_INSTALL_HINT}"
 
 
-def verdict(plugin: _core.Plugin, library: str) -> Verdict:
-    """How jaxlib and the loaded `plugin` (from the file `library`) fit."""
+def verdict(plugin: _core.Plugin, library: str, platform: str | None = None) -> Verdict:
+    """How jaxlib and the loaded `plugin` (from the file `library`, for cyxla's
+    `platform` where known) fit."""
     attributes = plugin.attributes
     current = attributes.get("stablehlo_current_version")
     minimum = attributes.get("stablehlo_minimum_version")
@@ -158,6 +174,7 @@ def verdict(plugin: _core.Plugin, library: str) -> Verdict:
     jaxlib_ffi = jaxlib_ffi_version()
     plugin_ffi = _plugin_ffi_version(plugin)
     problems = []
+    notes = []
     fatal = False
     if minimum is not None and _version_tuple(minimum) > ours:
         fatal = True
@@ -166,36 +183,63 @@ def verdict(plugin: _core.Plugin, library: str) -> Verdict:
             f"jaxlib writes at most {_text(ours)}, so no program can be compiled"
         )
     if plugin_stablehlo is not None and ours > plugin_stablehlo:
-        problems.append(
+        # Lowering serializes at the plugin's version (cyxla._jax.stablehlo), and refuses a
+        # program whose operations that version lacks.
+        notes.append(
             f"jaxlib writes StableHLO {_text(ours)}, the plugin reads at most "
-            f"{_text(plugin_stablehlo)} (programs are written at the older version, and "
-            "those using newer operations fail to compile)"
+            f"{_text(plugin_stablehlo)}: programs are written at "
+            f"{_text(plugin_stablehlo)}, and lower refuses one that uses a newer operation"
         )
     if jaxlib_ffi is not None and plugin_ffi is not None and jaxlib_ffi > plugin_ffi:
-        problems.append(
-            f"jaxlib's custom-call handlers are built against XLA FFI {_text(jaxlib_ffi)}, "
-            f"the plugin's XLA runs XLA FFI {_text(plugin_ffi)} and older (custom calls "
-            "such as jnp.linalg's fail to compile)"
-        )
-    package = distribution_of(library) if problems else None
+        if platform == "cpu" and _own_lapack_handlers():
+            notes.append(
+                f"jaxlib's custom-call handlers are built against XLA FFI {_text(jaxlib_ffi)} "
+                f"and the plugin's XLA runs XLA FFI {_text(plugin_ffi)} and older: cyxla's "
+                "own handlers run jnp.linalg's LAPACK targets, and a program that calls "
+                "another handler built against the newer FFI (jaxlib's sparse kernel, or "
+                "one built with jaxlib's headers) is refused, naming the handler"
+            )
+        else:
+            problems.append(
+                f"jaxlib's custom-call handlers are built against XLA FFI {_text(jaxlib_ffi)}, "
+                f"the plugin's XLA runs XLA FFI {_text(plugin_ffi)} and older (custom calls "
+                "such as jnp.linalg's fail to compile)"
+            )
+    package = distribution_of(library) if problems or notes else None
     return Verdict(
-        library, package, ours, plugin_stablehlo, jaxlib_ffi, plugin_ffi, tuple(problems), fatal
+        library,
+        package,
+        ours,
+        plugin_stablehlo,
+        jaxlib_ffi,
+        plugin_ffi,
+        tuple(problems),
+        fatal,
+        tuple(notes),
     )
+
+
+def _own_lapack_handlers() -> bool:
+    """Whether this build of cyxla carries its own LAPACK handlers (src/lapack/), which
+    it registers with every CPU plugin in place of jaxlib's."""
+    return bool(_core.lapack_targets())
 
 
 #: Libraries whose skew this process has warned about: each once.
 _warned: set[str] = set()
 
 
-def check_on_load(plugin: _core.Plugin, library: str, stacklevel: int = 3) -> Verdict:
+def check_on_load(
+    plugin: _core.Plugin, library: str, platform: str | None = None, stacklevel: int = 3
+) -> Verdict:
     """Warns (VersionSkewWarning, once per library, at `stacklevel` as `warnings.warn`
-    counts it from here) when jaxlib is newer than the plugin just loaded; raises
-    PluginVersionError when the plugin can compile nothing jaxlib writes. Returns the
-    verdict."""
-    found = verdict(plugin, library)
+    counts it from here) when jaxlib is newer than the plugin just loaded in a way that
+    stops whole kinds of programs; raises PluginVersionError when the plugin can compile
+    nothing jaxlib writes. Returns the verdict."""
+    found = verdict(plugin, library, platform)
     if found.fatal:
         raise PluginVersionError(found.message())
-    if not found.in_step and library not in _warned:
+    if not found.usable and library not in _warned:
         _warned.add(library)
         warnings.warn(found.message(), VersionSkewWarning, stacklevel=stacklevel)
     return found
