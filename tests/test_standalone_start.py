@@ -211,7 +211,7 @@ def test_a_deferred_open_that_fails_reaches_the_caller_where_the_plugin_is_neede
 def test_a_record_that_lies_is_caught_when_the_plugin_opens_and_replaced(
     first_result: Path, programs: dict[str, tuple[Path, list[str]]], tmp_path: Path
 ) -> None:
-    sin3, want = programs["sin3"]
+    sin3, _ = programs["sin3"]
     _start(first_result, tmp_path, sin3)
     _forge_record(tmp_path, Path(plugin_library()), platform_version="not the plugin's")
     # The facts are not the key's fields but the plugin's: the load needs no plugin ...
@@ -240,15 +240,16 @@ def test_python_runs_a_cache_hit_on_the_kernel_runner_without_deserializing(
 ) -> None:
     """The same path in a Python process: the executable is made from the entry, and PJRT
     loads it only when asked (serialize() then hands back the entry's form as it is)."""
-    code = f"""
+    code = """
 import json, jax, jax.numpy as jnp, numpy as np, cyxla as cx
 program = cx.lower(lambda x: jnp.sin(x) * 2, [jax.ShapeDtypeStruct((3,), jnp.float32)])
 first, _ = cx.compile_program(program)
 second, stats = cx.compile_program(program)
 x = np.array([0.5, 1.0, 1.5], np.float32)
-print(json.dumps({{"hit": stats.cache_hit, "runner": second.runner.name,
-                   "same": bool((second.run([x])[0] == first.run([x])[0]).all()),
-                   "fingerprint": second._native.fingerprint() == first._native.fingerprint()}}))
+print(json.dumps({"hit": stats.cache_hit, "runner": second.runner.name,
+                  "same": bool((second.run([x])[0] == first.run([x])[0]).all()),
+                  "form": second._native.serialize() == first._native.serialize(),
+                  "fingerprint": second._native.fingerprint() == first._native.fingerprint()}))
 """
     env = {**os.environ, "CYXLA_CACHE_DIR": str(tmp_path)}
     env.pop("CYXLA_RUNNER", None)
@@ -257,4 +258,10 @@ print(json.dumps({{"hit": stats.cache_hit, "runner": second.runner.name,
     )
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.splitlines()[-1])
-    assert outcome == {"hit": True, "runner": "kernels", "same": True, "fingerprint": True}
+    assert outcome == {
+        "hit": True,
+        "runner": "kernels",
+        "same": True,
+        "form": True,  # the entry's form, objects and all, as the compile serialized it
+        "fingerprint": True,  # asked of PJRT, which loads the executable then
+    }
