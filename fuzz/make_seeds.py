@@ -79,6 +79,10 @@ def plugin_records() -> None:
         "xla_version": {"type": "int", "value": 2},
         "platform": "cpu",
         "platform_version": "cpu",
+        "client_options": [
+            {"name": "cpu_device_count", "type": "int", "value": 1},
+            {"name": "asynchronous", "type": "bool", "value": False},
+        ],
     }
     versions = {
         "int": {"type": "int", "value": 2},

@@ -265,3 +265,59 @@ print(json.dumps({"hit": stats.cache_hit, "runner": second.runner.name,
         "form": True,  # the entry's form, objects and all, as the compile serialized it
         "fingerprint": True,  # asked of PJRT, which loads the executable then
     }
+
+
+_OPEN_WITH_OPTIONS = """
+import ctypes, json, os, sys
+sys.path.insert(0, {tests!r})
+from support import Api, ClientOption, Error, RuntimeOptions
+library = ctypes.CDLL({library!r})
+library.cyxla_get_api.restype = ctypes.POINTER(Api)
+api = library.cyxla_get_api().contents
+error = Error()
+options = (ClientOption * 1)(ClientOption({name!r}, 1, None, {value}, 0.0))
+runtime = RuntimeOptions(ctypes.sizeof(RuntimeOptions), None, options, 1)
+status = api.open_runtime(ctypes.byref(runtime), error)
+plugin = os.path.basename(os.environ["CYXLA_PJRT_PLUGIN"])
+mapped = plugin in open("/proc/self/maps").read()
+print(json.dumps([status, error.message.decode(), mapped]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "opened"),
+    [
+        (b"cpu_device_count", 1, False),  # cyxla's default, which the record holds
+        (b"cpu_device_count", 2, True),
+        (b"not_an_option", 1, True),
+    ],
+)
+def test_client_options_the_record_does_not_hold_open_the_plugin_to_check_them(
+    first_result: Path,
+    programs: dict[str, tuple[Path, list[str]]],
+    tmp_path: Path,
+    name: bytes,
+    value: int,
+    opened: bool,
+) -> None:
+    """The record holds the options a client was created with (cyxla's defaults here);
+    with others the open loads the plugin, which alone can check them."""
+    sin3, _ = programs["sin3"]
+    _start(first_result, tmp_path, sin3)
+    code = _OPEN_WITH_OPTIONS.format(
+        tests=str(Path(__file__).parent), library=cx.get_library(), name=name, value=value
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    status, message, mapped = json.loads(result.stdout.splitlines()[-1])
+    assert mapped == opened
+    if name == b"not_an_option":
+        assert status != 0 and "not_an_option" in message
+    else:
+        assert (status, message) == (0, "")

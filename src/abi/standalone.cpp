@@ -76,12 +76,14 @@ bool defers_plugin() {
   return value == nullptr || std::string_view(value) != "0";
 }
 
-/// What records the facts a plugin at `library` told, for the next process to defer it.
-Runtime::OnOpen record_facts(const LibraryIdentity& library) {
-  return [library](const PluginFacts& told) {
-    PluginFacts facts = told;
-    facts.library = library;
-    cache::record_plugin_facts(facts);  // a failure costs the next process a dlopen only
+/// What records the facts a plugin at `library` told when its client was created with
+/// `options`, for the next process that asks for the same options to defer it.
+Runtime::OnOpen record_facts(const LibraryIdentity& library,
+                             std::vector<pjrt::NamedValue> options) {
+  return [library, options = std::move(options)](const PluginFacts& told) {
+    cache::PluginRecord record{told, options};
+    record.facts.library = library;
+    cache::record_plugin(record);  // a failure costs the next process a dlopen only
   };
 }
 
@@ -112,14 +114,18 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
   // Taken before the plugin is loaded: a record never pairs a library's identity with
   // facts that a later build of it told.
   const std::optional<LibraryIdentity> library = identify_library(path);
-  std::optional<PluginFacts> recorded;
-  if (library) recorded = cache::recorded_plugin_facts(*library);
+  std::optional<cache::PluginRecord> recorded;
+  if (library) recorded = cache::recorded_plugin(*library);
   if (recorded && defers_plugin()) {
-    std::vector<pjrt::NamedValue> merged = with_default_options(recorded->platform, values);
-    auto deferred = Runtime::create_deferred(path, std::move(*recorded), std::move(merged),
-                                             record_facts(*library));
-    Runtime::make_current(deferred);
-    return deferred;
+    // Only options a client of this very file was created with: the plugin alone can
+    // check others, and a bad one is refused here, not at some later call.
+    std::vector<pjrt::NamedValue> merged = with_default_options(recorded->facts.platform, values);
+    if (cache::same_options(merged, recorded->client_options)) {
+      auto deferred = Runtime::create_deferred(path, std::move(recorded->facts), merged,
+                                               record_facts(*library, merged));
+      Runtime::make_current(deferred);
+      return deferred;
+    }
   }
   const auto plugin = pjrt::Plugin::load(path);
   // The platform is known once there is a client: the first gets the caller's options
@@ -133,7 +139,10 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
   if (library) {
     PluginFacts told = created->facts();
     told.library = library;
-    if (told != recorded) record_facts(*library)(told);
+    if (!recorded || told != recorded->facts ||
+        !cache::same_options(created->options(), recorded->client_options)) {
+      record_facts(*library, created->options())(created->facts());
+    }
   }
   Runtime::make_current(created);
   return created;

@@ -1,7 +1,9 @@
 // A plugin's facts written to the disk cache and read back, field by checked field.
 #include "cache/plugin_record.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <limits>
 
 #include "cache/entry.hpp"
@@ -53,14 +55,14 @@ int version_part(const json::Value& value) {
   return static_cast<int>(*part);
 }
 
-pjrt::NamedValue::Value untagged(const json::Value& recorded) {
+pjrt::NamedValue::Value untagged(const json::Value& recorded, std::string_view what) {
   const auto* fields = recorded.as<json::Object>();
-  if (fields == nullptr) refuse("has an 'xla_version' that is not an object");
+  if (fields == nullptr) refuse("has " + std::string(what) + " that is not an object");
   const std::string& tag = typed<std::string>(*fields, "type");
   const json::Value& value = member(*fields, "value");
   const auto as = [&]<class T>(const T*) -> T {
     const T* v = value.as<T>();
-    if (v == nullptr) refuse("has an 'xla_version' whose value is not its type");
+    if (v == nullptr) refuse("has " + std::string(what) + " whose value is not its type");
     return *v;
   };
   if (tag == "str") return as(static_cast<const std::string*>(nullptr));
@@ -71,15 +73,33 @@ pjrt::NamedValue::Value untagged(const json::Value& recorded) {
     std::vector<int64_t> items;
     for (const json::Value& item : as(static_cast<const json::Array*>(nullptr))) {
       const int64_t* i = item.as<int64_t>();
-      if (i == nullptr) refuse("has an 'xla_version' list that holds a non-integer");
+      if (i == nullptr) refuse("has " + std::string(what) + " whose list holds a non-integer");
       items.push_back(*i);
     }
     return items;
   }
-  refuse("has an 'xla_version' of an unknown type");
+  refuse("has " + std::string(what) + " of an unknown type");
+}
+
+/// `options` by name; nothing when a name comes twice.
+std::optional<std::map<std::string_view, const pjrt::NamedValue::Value*>> by_name(
+    const std::vector<pjrt::NamedValue>& options) {
+  std::map<std::string_view, const pjrt::NamedValue::Value*> named;
+  for (const pjrt::NamedValue& option : options) {
+    if (!named.emplace(option.name, &option.value).second) return std::nullopt;
+  }
+  return named;
 }
 
 }  // namespace
+
+bool same_options(const std::vector<pjrt::NamedValue>& a, const std::vector<pjrt::NamedValue>& b) {
+  const auto named_a = by_name(a), named_b = by_name(b);
+  if (!named_a || !named_b || named_a->size() != named_b->size()) return false;
+  return std::ranges::equal(*named_a, *named_b, [](const auto& x, const auto& y) {
+    return x.first == y.first && *x.second == *y.second;
+  });
+}
 
 std::string plugin_record_key(const LibraryIdentity& library) {
   return Sha256()
@@ -91,8 +111,15 @@ std::string plugin_record_key(const LibraryIdentity& library) {
       .hexdigest();
 }
 
-json::Object plugin_record(const PluginFacts& facts) {
+json::Object plugin_record(const PluginRecord& record) {
+  const PluginFacts& facts = record.facts;
   const LibraryIdentity& library = facts.library.value();
+  json::Array options;
+  for (const pjrt::NamedValue& option : record.client_options) {
+    json::Value value = tagged(option.value);
+    std::get<json::Object>(value.data)["name"] = option.name;
+    options.push_back(std::move(value));
+  }
   return json::Object{
       {"name", std::filesystem::path(library.path).filename().string()},
       {"library", library.path},
@@ -102,11 +129,13 @@ json::Object plugin_record(const PluginFacts& facts) {
       {"xla_version", facts.xla_version ? tagged(*facts.xla_version) : json::Value(nullptr)},
       {"platform", facts.platform},
       {"platform_version", facts.platform_version},
+      {"client_options", std::move(options)},
   };
 }
 
-PluginFacts read_plugin_facts(const json::Object& header, const LibraryIdentity& library) {
-  PluginFacts facts;
+PluginRecord read_plugin_record(const json::Object& header, const LibraryIdentity& library) {
+  PluginRecord record;
+  PluginFacts& facts = record.facts;
   const LibraryIdentity recorded{typed<std::string>(header, "library"),
                                  typed<int64_t>(header, "size"),
                                  typed<int64_t>(header, "mtime_ns")};
@@ -120,29 +149,38 @@ PluginFacts read_plugin_facts(const json::Object& header, const LibraryIdentity&
     refuse("has a PJRT version cyxla does not take");
   }
   const json::Value& xla_version = member(header, "xla_version");
-  if (xla_version.as<std::nullptr_t>() == nullptr) facts.xla_version = untagged(xla_version);
+  if (xla_version.as<std::nullptr_t>() == nullptr) {
+    facts.xla_version = untagged(xla_version, "an 'xla_version'");
+  }
   facts.platform = typed<std::string>(header, "platform");
   if (find_platform(facts.platform) == nullptr) refuse("names a platform cyxla does not know");
   facts.platform_version = typed<std::string>(header, "platform_version");
-  return facts;
+  for (const json::Value& option : typed<json::Array>(header, "client_options")) {
+    const auto* fields = option.as<json::Object>();
+    if (fields == nullptr) refuse("has a client option that is not an object");
+    record.client_options.push_back(
+        {typed<std::string>(*fields, "name"), untagged(option, "a client option")});
+  }
+  if (!by_name(record.client_options)) refuse("names a client option twice");
+  return record;
 }
 
-std::optional<PluginFacts> recorded_plugin_facts(const LibraryIdentity& library, std::string* why,
-                                                 Warnings* warnings) noexcept {
+std::optional<PluginRecord> recorded_plugin(const LibraryIdentity& library, std::string* why,
+                                            Warnings* warnings) noexcept {
   try {
     const std::optional<Entry> entry = read(kPluginKind, plugin_record_key(library), warnings);
     if (!entry) return std::nullopt;
-    return read_plugin_facts(entry->header, library);
+    return read_plugin_record(entry->header, library);
   } catch (const std::exception& e) {
     if (why != nullptr) *why = e.what();
     return std::nullopt;
   }
 }
 
-std::string record_plugin_facts(const PluginFacts& facts, Warnings* warnings) noexcept {
+std::string record_plugin(const PluginRecord& record, Warnings* warnings) noexcept {
   try {
-    write(kPluginKind, plugin_record_key(facts.library.value()), plugin_record(facts), "",
-          warnings);
+    write(kPluginKind, plugin_record_key(record.facts.library.value()), plugin_record(record),
+          "", warnings);
     return "";
   } catch (const std::exception& e) {
     return std::string("could not record the plugin's facts: ") + e.what();

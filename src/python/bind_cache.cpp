@@ -186,11 +186,11 @@ void bind_cache(nb::module_& module) {
       [](const std::string& header, const std::string& path, int64_t size, int64_t mtime_ns) {
         const std::optional<json::Object> fields = cache::parse_header(header);
         if (!fields) throw cache::Damaged("the plugin record's header is no JSON object");
-        const PluginFacts facts = cache::read_plugin_facts(*fields, {path, size, mtime_ns});
-        return json::dump(cache::plugin_record(facts));
+        return json::dump(
+            cache::plugin_record(cache::read_plugin_record(*fields, {path, size, mtime_ns})));
       },
       "header"_a, "path"_a, "size"_a, "mtime_ns"_a,
-      "The facts a plugin record's header JSON holds for the library (path, size, "
+      "The record a plugin record's header JSON holds for the library (path, size, "
       "mtime_ns), written back as a record's header JSON; EntryError for anything else "
       "(fuzz/plugin_record.cpp's reader, for its corpus).");
   m.def(
