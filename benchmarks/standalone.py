@@ -1,14 +1,18 @@
 """The standalone path (a C++ application with libcyxla, no Python) against the Python-hosted
 one, on the 20-layer MLP of examples/standalone (16x64 input, 64x64 weights).
 
-    python benchmarks/standalone.py [--rounds 7] [--calls 200] [--starts 7]
+    python benchmarks/standalone.py [--rounds 7] [--calls 200] [--starts 7] [--sin3-only]
 
 Prints, with medians over rounds and their spread (min to max):
+  0. process start to first result of sin3 (sin(x) * 2 on f32[3], the kernel runner's)
+     with a warm disk cache, from a C program (tests/native/first_result.c): the plugin
+     left unopened (its facts recorded in the cache) against CYXLA_DEFER_PLUGIN=0, which
+     opens it at cyxla_open_runtime as before; starts alternate between the two;
   1. per call: the application's own loop (cyxla_execute from C++) against the same loop in
      a Python process (cyxla._benchmark.execute_loop on the executable compile_program
      made); rounds alternate between the two, so both see the same machine load;
   2. process start to first result with a warm disk cache: the application (open the
-     plugin, load the file from the disk cache, run) against a Python process that
+     runtime, load the file from the disk cache, run) against a Python process that
      imports cyxla, lowers the function, compiles it (a hit in Python's cache) and runs it;
   3. peak resident set: the application against a bare PJRT process that compiles and runs
      the same StableHLO (benchmarks/bare_pjrt.c), both compiling, and the application
@@ -89,15 +93,63 @@ def summary(values: list[float]) -> str:
     )
 
 
+def sin3_start(plugin: str, work: Path, starts: int) -> None:
+    """Section 0: process start to sin3's first result, warm cache, plugin deferred or not."""
+    import jax
+    import jax.numpy as jnp
+
+    program = work / "sin3.cyxla"
+    cx.lower(lambda x: jnp.sin(x) * 2, [jax.ShapeDtypeStruct((3,), jnp.float32)]).save(program)
+    binary = work / "first_result"
+    library = Path(cx.get_library())
+    subprocess.run(
+        [
+            tool("cc", "gcc"),
+            "-std=c11",
+            "-O2",
+            f"-I{cx.get_include()[0]}",
+            str(ROOT / "tests" / "native" / "first_result.c"),
+            str(library),
+            f"-Wl,-rpath,{library.parent}",
+            "-lpthread",
+            "-o",
+            str(binary),
+        ],
+        check=True,
+    )
+    env = {**os.environ, "CYXLA_PJRT_PLUGIN": plugin, "CYXLA_CACHE_DIR": str(work / "sin3-cache")}
+    env.pop("CYXLA_RUNNER", None)
+    env.pop("CYXLA_DEFER_PLUGIN", None)
+    opened = {**env, "CYXLA_DEFER_PLUGIN": "0"}
+    launch([str(binary), str(program)], env)  # compiles, stores, records the plugin's facts
+    deferred_ms, opened_ms, mapped = [], [], set()
+    for _ in range(starts):
+        out, started = launch([str(binary), str(program)], env)
+        deferred_ms.append((field(out, "first_result_unix_ns") - started) / 1e6)
+        mapped.add(out.split("plugin_mapped ")[1].split()[0])
+        out, started = launch([str(binary), str(program)], opened)
+        opened_ms.append((field(out, "first_result_unix_ns") - started) / 1e6)
+    print(f"sin3, process start to first result ({starts} starts each, interleaved), ms:")
+    print(f"  plugin deferred (not opened)    {summary(deferred_ms)}  (plugin mapped: {mapped})")
+    print(f"  CYXLA_DEFER_PLUGIN=0 (opened)   {summary(opened_ms)}")
+    ratio = statistics.median(opened_ms) / statistics.median(deferred_ms)
+    print(f"  ratio opened / deferred         {ratio:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--starts", type=int, default=7)
+    parser.add_argument("--sin3-only", action="store_true", help="section 0 alone")
     args = parser.parse_args()
 
     plugin = _plugins.entry_for("cpu").library_path()
     work = Path(tempfile.mkdtemp(prefix="cyxla-standalone-"))
+    sin3_start(plugin, work, args.starts)
+    if args.sin3_only:
+        shutil.rmtree(work, ignore_errors=True)
+        return 0
     data = work / "data"
     program = export.export(data, save)
     cmake = tool("cmake")

@@ -67,6 +67,36 @@ def cache_entries() -> None:
         write("cache_entry", name, entry(header, payload))
 
 
+def plugin_records() -> None:
+    """Record headers of the library fuzz/plugin_record.cpp asks for: the CPU plugin's
+    facts as cyxla records them, and each kind of xla_version a plugin may give."""
+    record = {
+        "name": "pjrt_c_api_cpu_plugin.so",
+        "library": "/fuzz/pjrt_c_api_cpu_plugin.so",
+        "size": 201000000,
+        "mtime_ns": 1700000000,
+        "pjrt_version": [0, 106],
+        "xla_version": {"type": "int", "value": 2},
+        "platform": "cpu",
+        "platform_version": "cpu",
+        "client_options": [
+            {"name": "cpu_device_count", "type": "int", "value": 1},
+            {"name": "asynchronous", "type": "bool", "value": False},
+        ],
+    }
+    versions = {
+        "int": {"type": "int", "value": 2},
+        "str": {"type": "str", "value": "0.11.2"},
+        "ints": {"type": "ints", "value": [0, 11, 2]},
+        "float": {"type": "float", "value": 0.5},
+        "bool": {"type": "bool", "value": True},
+        "none": None,
+    }
+    for name, version in versions.items():
+        text = json.dumps({**record, "xla_version": version}, sort_keys=True)
+        write("plugin_record", name, text.encode())
+
+
 def json_texts() -> None:
     # Objects, as entry headers are (the reader reads any JSON value, the replay objects).
     texts = {
@@ -299,6 +329,7 @@ def lapack_frames() -> None:
 if __name__ == "__main__":
     program_files()
     cache_entries()
+    plugin_records()
     json_texts()
     hlo_modules()
     compiled_forms()

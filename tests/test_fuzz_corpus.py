@@ -34,6 +34,7 @@ def test_every_target_has_seeds() -> None:
         "compiled_form",
         "elf_object",
         "lapack_handlers",  # call frames: fuzz/lapack_handlers.cpp alone reads them
+        "plugin_record",
     )
     for target in targets:
         assert any(p.name.startswith("seed-") for p in _files(target)), target
@@ -95,6 +96,25 @@ def test_cache_entries(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     except store.EntryError:
         return
     assert entry is not None and entry.header["key"] == "fuzz"
+
+
+#: The library fuzz/plugin_record.cpp asks for.
+_FUZZ_LIBRARY = ("/fuzz/pjrt_c_api_cpu_plugin.so", 201000000, 1700000000)
+
+
+@pytest.mark.parametrize("path", _files("plugin_record"), ids=lambda p: p.name)
+def test_plugin_records(path: Path) -> None:
+    text = path.read_bytes().decode("utf-8", "surrogateescape")
+    read = store._native._read_plugin_record
+    try:
+        again = read(text, *_FUZZ_LIBRARY)
+    except (store.EntryError, UnicodeEncodeError):
+        return
+    # What the reader accepts writes back as a record it reads as the same facts, and
+    # names the library asked for.
+    assert read(again, *_FUZZ_LIBRARY) == again
+    fields = json.loads(again)
+    assert (fields["library"], fields["size"], fields["mtime_ns"]) == _FUZZ_LIBRARY
 
 
 @pytest.mark.parametrize("path", _files("compiled_form"), ids=lambda p: p.name)

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "abi/c_enum.hpp"
 #include "abi/registry.hpp"
 #include "abi/status.hpp"
+#include "cache/plugin_record.hpp"
 #include "common/error.hpp"
 #include "loading/load_or_compile.hpp"
 #include "pjrt/ffi.hpp"
@@ -68,6 +70,23 @@ std::vector<pjrt::NamedValue> client_options(const cyxla_RuntimeOptions& options
   return values;
 }
 
+/// Whether open_runtime may defer loading the plugin: unless CYXLA_DEFER_PLUGIN is "0".
+bool defers_plugin() {
+  const char* value = std::getenv("CYXLA_DEFER_PLUGIN");
+  return value == nullptr || std::string_view(value) != "0";
+}
+
+/// What records the facts a plugin at `library` told when its client was created with
+/// `options`, for the next process that asks for the same options to defer it.
+Runtime::OnOpen record_facts(const LibraryIdentity& library,
+                             std::vector<pjrt::NamedValue> options) {
+  return [library, options = std::move(options)](const PluginFacts& told) {
+    cache::PluginRecord record{told, options};
+    record.facts.library = library;
+    cache::record_plugin(record);  // a failure costs the next process a dlopen only
+  };
+}
+
 /// The runtime to share or to create, for open_runtime. Called with open_mutex held.
 std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
   // Checked even when a runtime is shared and they go unused: bad input is refused alike.
@@ -79,9 +98,9 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
   if (current) {
     // One runtime per process: another plugin cannot join it.
     std::error_code ignored;
-    if (given != nullptr && !std::filesystem::equivalent(given, current->plugin().path(), ignored)) {
+    if (given != nullptr && !std::filesystem::equivalent(given, current->plugin_path(), ignored)) {
       throw Error(ErrorKind::InvalidArgument,
-                  "this process runs the plugin " + current->plugin().path() +
+                  "this process runs the plugin " + current->plugin_path() +
                       " already, and a process has one runtime; cannot open " + given);
     }
     return current;
@@ -92,6 +111,22 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
                 "no PJRT plugin: set options->plugin_path or CYXLA_PJRT_PLUGIN to the plugin's "
                 "library (`python -m cyxla plugins` lists the installed ones)");
   }
+  // Taken before the plugin is loaded: a record never pairs a library's identity with
+  // facts that a later build of it told.
+  const std::optional<LibraryIdentity> library = identify_library(path);
+  std::optional<cache::PluginRecord> recorded;
+  if (library) recorded = cache::recorded_plugin(*library);
+  if (recorded && defers_plugin()) {
+    // Only options a client of this very file was created with: the plugin alone can
+    // check others, and a bad one is refused here, not at some later call.
+    std::vector<pjrt::NamedValue> merged = with_default_options(recorded->facts.platform, values);
+    if (cache::same_options(merged, recorded->client_options)) {
+      auto deferred = Runtime::create_deferred(path, std::move(recorded->facts), merged,
+                                               record_facts(*library, merged));
+      Runtime::make_current(deferred);
+      return deferred;
+    }
+  }
   const auto plugin = pjrt::Plugin::load(path);
   // The platform is known once there is a client: the first gets the caller's options
   // alone and decides which platform's defaults (runtime/platforms.hpp) apply.
@@ -100,6 +135,14 @@ std::shared_ptr<Runtime> open(const cyxla_RuntimeOptions* options) {
   if (merged.size() != values.size()) {
     created.reset();  // one client at a time: the first is destroyed before the second
     created = Runtime::create(plugin, merged);
+  }
+  if (library) {
+    PluginFacts told = created->facts();
+    told.library = library;
+    if (!recorded || told != recorded->facts ||
+        !cache::same_options(created->options(), recorded->client_options)) {
+      record_facts(*library, created->options())(created->facts());
+    }
   }
   Runtime::make_current(created);
   return created;

@@ -109,8 +109,11 @@ LibraryIdentity library_identity(const pjrt::Plugin& plugin) {
 }
 
 ExecutableKey executable_key(const program::ProgramFile& program, const Runtime& runtime) {
-  const pjrt::Plugin& plugin = runtime.plugin();
-  const LibraryIdentity library = library_identity(plugin);
+  // A runtime made from a plugin's record has the identity the record matched, and
+  // needs no plugin for any field: a cache hit of the kernel runner opens none.
+  const PluginFacts& facts = runtime.facts();
+  const LibraryIdentity library =
+      facts.library ? *facts.library : library_identity(runtime.plugin());
   const std::string program_digest = KeyHash()
                                          .field("stablehlo", program.stablehlo)
                                          .field("compile_options",
@@ -124,11 +127,10 @@ ExecutableKey executable_key(const program::ProgramFile& program, const Runtime&
       .field("plugin_path", library.path)
       .field("plugin_size", library.size)
       .field("plugin_mtime_ns", library.mtime_ns)
-      .field("pjrt_major", plugin.version().major)
-      .field("pjrt_minor", plugin.version().minor);
-  for (const pjrt::NamedValue& attribute : plugin.attributes()) {
-    if (attribute.name != "xla_version") continue;
-    const auto [tag, text] = tagged(attribute.value);
+      .field("pjrt_major", facts.version.major)
+      .field("pjrt_minor", facts.version.minor);
+  if (facts.xla_version) {
+    const auto [tag, text] = tagged(*facts.xla_version);
     key.field("xla_version", tag).field("value", text);
   }
   // By name: the same options given in another order make the same client.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "program/program_file.hpp"
+#include "runtime/plugin_facts.hpp"
 
 namespace cyxla {
 class Runtime;
@@ -17,12 +18,7 @@ class Plugin;
 
 namespace cyxla::cache {
 
-/// What identifies a plugin library: a rebuilt or reinstalled one differs in one of these.
-struct LibraryIdentity {
-  std::string path;  // canonical
-  int64_t size = 0;
-  int64_t mtime_ns = 0;
-};
+using cyxla::LibraryIdentity;
 
 /// The identity of the library `plugin` was loaded from, as it was when this process
 /// first asked (a reinstall meanwhile does not change what is loaded). Throws

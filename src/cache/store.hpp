@@ -22,8 +22,8 @@
 namespace cyxla::cache {
 
 /// The kinds of entry, each in a directory of its own; eviction weighs them all.
-inline constexpr std::array<std::string_view, 4> kKinds = {"executables", "programs", "probes",
-                                                           "scans"};
+inline constexpr std::array<std::string_view, 5> kKinds = {"executables", "programs", "probes",
+                                                           "scans", "plugins"};
 
 /// An entry alone is larger than the cache's size bound, so it is not stored.
 class TooLarge : public std::runtime_error {

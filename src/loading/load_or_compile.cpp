@@ -57,7 +57,7 @@ void check_platform(const Runtime& runtime, const ProgramFile& program, const Or
   throw Error(ErrorKind::InvalidArgument,
               origin.source + " holds a program for '" + program.platform +
                   "', but this process runs the '" + platform + "' plugin " +
-                  runtime.plugin().path() + "; export it for '" + platform + "'");
+                  runtime.plugin_path() + "; export it for '" + platform + "'");
 }
 
 /// Every custom-call target of `program` is XLA's own or has a handler in the plugin: the
@@ -194,20 +194,53 @@ std::string forced_pjrt(std::string_view asked) {
                   "default) or 'pjrt'");
 }
 
+/// `specs` as an entry records them: [[element type, [dims]], ...].
+json::Array record_specs(const std::vector<TensorSpec>& specs) {
+  json::Array out;
+  for (const TensorSpec& spec : specs) {
+    json::Array dims(spec.dims.begin(), spec.dims.end());
+    out.emplace_back(json::Array{static_cast<int64_t>(spec.type), std::move(dims)});
+  }
+  return out;
+}
+
 /// `signature` as its entry records it: [[element type, [dims]], ...] and [[output,
 /// parameter], ...], or null.
 json::Value record(const std::optional<HloSignature>& signature) {
   if (!signature) return nullptr;
-  json::Array parameters, aliases;
-  for (const TensorSpec& spec : signature->parameters) {
-    json::Array dims(spec.dims.begin(), spec.dims.end());
-    parameters.emplace_back(json::Array{static_cast<int64_t>(spec.type), std::move(dims)});
-  }
+  json::Array parameters = record_specs(signature->parameters), aliases;
   for (const auto& [output, parameter] : signature->aliases) {
     aliases.emplace_back(
         json::Array{static_cast<int64_t>(output), static_cast<int64_t>(parameter)});
   }
   return json::Object{{"parameters", std::move(parameters)}, {"aliases", std::move(aliases)}};
+}
+
+/// The items of a recorded list; throws std::runtime_error for anything else.
+const json::Array& items(const json::Value* value) {
+  const json::Array* array = value != nullptr ? value->as<json::Array>() : nullptr;
+  if (array == nullptr) throw std::runtime_error("not a list");
+  return *array;
+}
+
+/// A recorded count; throws std::runtime_error for anything else.
+int64_t count(const json::Value& value) {
+  const int64_t* number = value.as<int64_t>();
+  if (number == nullptr || *number < 0) throw std::runtime_error("not a count");
+  return *number;
+}
+
+/// The specs record_specs wrote; throws std::runtime_error for anything else.
+std::vector<TensorSpec> recorded_specs(const json::Value* recorded) {
+  std::vector<TensorSpec> specs;
+  for (const json::Value& item : items(recorded)) {
+    const json::Array& pair = items(&item);
+    if (pair.size() != 2) throw std::runtime_error("not a spec");
+    TensorSpec spec{static_cast<PJRT_Buffer_Type>(count(pair[0])), {}};
+    for (const json::Value& d : items(&pair[1])) spec.dims.push_back(count(d));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
 }
 
 /// The signature an entry records, or nothing for null; throws std::runtime_error for
@@ -220,30 +253,45 @@ std::optional<HloSignature> recorded_signature(const json::Value* recorded) {
     const auto it = fields->find(name);
     return it != fields->end() ? &it->second : nullptr;
   };
-  const auto items = [](const json::Value* value) -> const json::Array& {
-    const json::Array* array = value != nullptr ? value->as<json::Array>() : nullptr;
-    if (array == nullptr) throw std::runtime_error("not a list");
-    return *array;
-  };
-  const auto count = [](const json::Value& value) {
-    const int64_t* number = value.as<int64_t>();
-    if (number == nullptr || *number < 0) throw std::runtime_error("not a count");
-    return *number;
-  };
   HloSignature signature;
-  for (const json::Value& parameter : items(member("parameters"))) {
-    const json::Array& pair = items(&parameter);
-    if (pair.size() != 2) throw std::runtime_error("not a spec");
-    TensorSpec spec{static_cast<PJRT_Buffer_Type>(count(pair[0])), {}};
-    for (const json::Value& d : items(&pair[1])) spec.dims.push_back(count(d));
-    signature.parameters.push_back(std::move(spec));
-  }
+  signature.parameters = recorded_specs(member("parameters"));
   for (const json::Value& alias : items(member("aliases"))) {
     const json::Array& pair = items(&alias);
     if (pair.size() != 2) throw std::runtime_error("not an alias");
     signature.aliases.emplace_back(count(pair[0]), count(pair[1]));
   }
   return signature;
+}
+
+/// The executable of `entry` on the kernel runner, made without PJRT from its payload
+/// (`payload`, judged `judgement`) and what it records: the signature the compile read
+/// and checked, and the outputs the plugin reported. Null where it does not qualify, or
+/// where anything of it is not as today's path would have it (which then decides): PJRT
+/// deserializes it only when something asks for its handle.
+std::shared_ptr<Executable> on_kernels(const Runtime& runtime, const ProgramFile& program,
+                                       const Origin& origin, const cache::Entry& entry,
+                                       const std::shared_ptr<const std::string>& payload,
+                                       const compiled::Judged& judgement,
+                                       const HloSignature& signature) {
+  if (judgement.verdict.runner != compiled::Runner::Kernels || judgement.form == nullptr) {
+    return nullptr;
+  }
+  const auto field = entry.header.find("outputs");
+  if (field == entry.header.end()) return nullptr;  // an entry of an older cyxla
+  try {
+    std::vector<TensorSpec> outputs = recorded_specs(&field->second);
+    if (outputs != program.outputs) return nullptr;
+    std::vector<size_t> donated = checked_donations(signature, program, origin);
+    if (signature.parameters.size() != program.inputs.size() + donated.size()) return nullptr;
+    auto executable = std::make_shared<Executable>(runtime.shared_from_this(), payload,
+                                                   program.inputs, std::move(outputs),
+                                                   std::move(donated));
+    executable->set_judged(judgement);
+    if (executable->runner() != compiled::Runner::Kernels) return nullptr;
+    return executable;
+  } catch (const std::exception&) {
+    return nullptr;
+  }
 }
 
 /// The cached executable of `key`, or null with `compiled.cache_error` saying why not.
@@ -275,8 +323,15 @@ std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& pr
     compiled.cache_error = entry->path.string() + " records no signature this cyxla reads";
     return nullptr;
   }
+  const auto payload = std::make_shared<const std::string>(std::move(entry->payload));
+  const compiled::Judged judgement = judged(runtime, *payload);
+  if (forced.empty() && signature) {
+    auto executable =
+        on_kernels(runtime, program, origin, *entry, payload, judgement, *signature);
+    if (executable) return executable;
+  }
   try {
-    pjrt::LoadedExecutable loaded = runtime.deserialize_loaded(entry->payload);
+    pjrt::LoadedExecutable loaded = runtime.deserialize_loaded(*payload);
     const std::optional<size_t> parameters = parameter_count(runtime.plugin(), loaded.get());
     if (signature && parameters && *parameters != signature->parameters.size()) {
       throw std::runtime_error("it takes " + std::to_string(*parameters) +
@@ -284,7 +339,7 @@ std::shared_ptr<Executable> lookup(const Runtime& runtime, const ProgramFile& pr
                                std::to_string(signature->parameters.size()));
     }
     auto executable = checked(runtime, std::move(loaded), signature, program, origin);
-    executable->set_judged(judged(runtime, entry->payload), forced);
+    executable->set_judged(judgement, forced);
     return executable;
   } catch (const std::exception& e) {  // whatever went wrong, compiling is the way out
     compiled.cache_error = "the plugin could not use " + entry->path.string() + ": " + e.what();
@@ -304,6 +359,8 @@ std::string store(const ProgramFile& program, const ExecutableKey& key,
         {"platform", program.platform},
         {"program", key.program},
         {"signature", record(signature)},
+        // What on_kernels makes an executable with, without the plugin.
+        {"outputs", record_specs(executable.outputs())},
         {"fingerprint", hex(executable.fingerprint())},
     };
     cache::write(kKind, key.key, std::move(header), serialized, warnings);

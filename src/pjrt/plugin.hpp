@@ -24,6 +24,7 @@ inline constexpr int kOldestMinor = 106;
 struct Version {
   int major = 0;
   int minor = 0;
+  bool operator==(const Version&) const = default;
 };
 
 /// A named value as PJRT uses it for client options and plugin attributes. A float is

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "cache/plugin_record.hpp"
 #include "cache/store.hpp"
 #include "common/utf8.hpp"
 
@@ -180,6 +181,18 @@ void bind_cache(nb::module_& module) {
       },
       "kind"_a, "key"_a, "header"_a, "payload"_a,
       "Stores an entry whose header holds the JSON object `header`; its path, or None.");
+  m.def(
+      "_read_plugin_record",
+      [](const std::string& header, const std::string& path, int64_t size, int64_t mtime_ns) {
+        const std::optional<json::Object> fields = cache::parse_header(header);
+        if (!fields) throw cache::Damaged("the plugin record's header is no JSON object");
+        return json::dump(
+            cache::plugin_record(cache::read_plugin_record(*fields, {path, size, mtime_ns})));
+      },
+      "header"_a, "path"_a, "size"_a, "mtime_ns"_a,
+      "The record a plugin record's header JSON holds for the library (path, size, "
+      "mtime_ns), written back as a record's header JSON; EntryError for anything else "
+      "(fuzz/plugin_record.cpp's reader, for its corpus).");
   m.def(
       "entries",
       [] {

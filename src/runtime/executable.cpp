@@ -4,6 +4,7 @@
 #include <new>
 
 #include "runtime/element_type.hpp"
+#include "runtime/hlo_signature.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/shared_copy.hpp"
 #include "runtime/small_array.hpp"
@@ -58,8 +59,36 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecu
                        std::vector<TensorSpec> inputs, std::vector<size_t> donated_outputs)
     : runtime_(std::move(runtime)),
       loaded_(std::move(loaded)),
+      loaded_raw_(loaded_.get()),
       inputs_(std::move(inputs)),
       donated_outputs_(std::move(donated_outputs)) {
+  set_input_bytes();
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  pjrt::Executable executable = pjrt::executable_of(plugin, loaded_.get());
+  outputs_ = output_specs(plugin, executable.get());
+  set_output_bytes();
+}
+
+Executable::Executable(std::shared_ptr<const Runtime> runtime,
+                       std::shared_ptr<const std::string> serialized,
+                       std::vector<TensorSpec> inputs, std::vector<TensorSpec> outputs,
+                       std::vector<size_t> donated_outputs)
+    : runtime_(std::move(runtime)),
+      serialized_(std::move(serialized)),
+      inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)),
+      donated_outputs_(std::move(donated_outputs)) {
+  set_input_bytes();
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    if (element_size(outputs_[j].type) == 0) {
+      throw Error(ErrorKind::TypeMismatch, "output " + std::to_string(j) +
+                                               " has an element type cyxla does not support");
+    }
+  }
+  set_output_bytes();
+}
+
+void Executable::set_input_bytes() {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (element_size(inputs_[i].type) == 0) {
       throw Error(ErrorKind::TypeMismatch,
@@ -67,9 +96,9 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecu
     }
     input_bytes_.push_back(inputs_[i].bytes());
   }
-  const pjrt::Plugin& plugin = runtime_->plugin();
-  pjrt::Executable executable = pjrt::executable_of(plugin, loaded_.get());
-  outputs_ = output_specs(plugin, executable.get());
+}
+
+void Executable::set_output_bytes() {
   for (const TensorSpec& spec : outputs_) output_bytes_.push_back(spec.bytes());
   std::vector<bool> seen(outputs_.size());
   for (size_t j : donated_outputs_) {
@@ -79,6 +108,26 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecu
     }
     seen[j] = true;
   }
+}
+
+PJRT_LoadedExecutable* Executable::deserialize_deferred() const {
+  std::lock_guard lock(deserialize_mutex_);
+  if (loaded_) return loaded_.get();  // another thread deserialized it meanwhile
+  pjrt::LoadedExecutable loaded = runtime_->deserialize_loaded(*serialized_);
+  // What the plugin loads is what the entry recorded of it, or it serves no call.
+  const pjrt::Plugin& plugin = runtime_->plugin();
+  pjrt::Executable executable = pjrt::executable_of(plugin, loaded.get());
+  const std::vector<TensorSpec> outputs = output_specs(plugin, executable.get());
+  const std::optional<size_t> parameters = parameter_count(plugin, loaded.get());
+  if (outputs != outputs_ ||
+      (parameters && *parameters != inputs_.size() + donated_outputs_.size())) {
+    throw Error(ErrorKind::Pjrt,
+                "the plugin deserialized an executable whose parameters or outputs are not "
+                "those its cache entry recorded");
+  }
+  loaded_ = std::move(loaded);
+  loaded_raw_.store(loaded_.get(), std::memory_order_release);
+  return loaded_.get();
 }
 
 bool Executable::writable_in_place(size_t output, const void* data,
@@ -226,7 +275,7 @@ void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_B
   PJRT_Event* complete = nullptr;
   auto options = pjrt::make_args<PJRT_ExecuteOptions>();
   auto args = pjrt::make_args<PJRT_LoadedExecutable_Execute_Args>();
-  args.executable = loaded_.get();
+  args.executable = loaded();
   args.options = &options;
   args.argument_lists = &arguments;
   args.num_devices = 1;
@@ -269,8 +318,9 @@ void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_B
 }
 
 std::string Executable::serialize() const {
+  if (serialized_ && !is_loaded()) return *serialized_;
   const pjrt::Plugin& plugin = runtime_->plugin();
-  pjrt::Executable executable = pjrt::executable_of(plugin, loaded_.get());
+  pjrt::Executable executable = pjrt::executable_of(plugin, loaded());
   auto args = pjrt::make_args<PJRT_Executable_Serialize_Args>();
   args.executable = executable.get();
   CYXLA_PJRT_CALL(plugin, PJRT_Executable_Serialize, args);
@@ -284,7 +334,7 @@ std::string Executable::serialize() const {
 std::string Executable::fingerprint() const {
   const pjrt::Plugin& plugin = runtime_->plugin();
   if (!plugin.has<&PJRT_Api::PJRT_Executable_Fingerprint>()) return {};
-  pjrt::Executable executable = pjrt::executable_of(plugin, loaded_.get());
+  pjrt::Executable executable = pjrt::executable_of(plugin, loaded());
   auto args = pjrt::make_args<PJRT_Executable_Fingerprint_Args>();
   args.executable = executable.get();
   CYXLA_PJRT_CALL(plugin, PJRT_Executable_Fingerprint, args);

@@ -1,7 +1,9 @@
 // A compiled program on the runtime's device, and the hot path that runs it.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -27,13 +29,32 @@ class Executable {
   Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
              std::vector<TensorSpec> inputs, std::vector<size_t> donated_outputs = {});
 
+  /// An executable of the plugin's serialized form `serialized`, whose outputs are
+  /// `outputs` (as the plugin reported them when it compiled it, and a cache entry
+  /// recorded), not yet loaded by the plugin: PJRT deserializes it (and the runtime opens
+  /// its plugin) only when something first needs its PJRT handle: loaded(), fingerprint(),
+  /// the buffers of execute_buffers. For programs on the kernel runner, which need none.
+  Executable(std::shared_ptr<const Runtime> runtime, std::shared_ptr<const std::string> serialized,
+             std::vector<TensorSpec> inputs, std::vector<TensorSpec> outputs,
+             std::vector<size_t> donated_outputs);
+
   const std::vector<TensorSpec>& inputs() const noexcept { return inputs_; }
   const std::vector<TensorSpec>& outputs() const noexcept { return outputs_; }
   const std::vector<size_t>& input_bytes() const noexcept { return input_bytes_; }
   const std::vector<size_t>& output_bytes() const noexcept { return output_bytes_; }
   const std::vector<size_t>& donated_outputs() const noexcept { return donated_outputs_; }
   const Runtime& runtime() const noexcept { return *runtime_; }
-  PJRT_LoadedExecutable* loaded() const noexcept { return loaded_.get(); }
+  /// The PJRT executable, deserialized now if it was deferred. Throws cyxla::Error (the
+  /// plugin's, when it cannot be opened or cannot load the executable).
+  PJRT_LoadedExecutable* loaded() const {
+    // Acquire: pairs with deserialize_deferred's release.
+    PJRT_LoadedExecutable* loaded = loaded_raw_.load(std::memory_order_acquire);
+    return loaded != nullptr ? loaded : deserialize_deferred();
+  }
+  /// Whether the PJRT executable exists yet (a deferred one's may not).
+  bool is_loaded() const noexcept {
+    return loaded_raw_.load(std::memory_order_acquire) != nullptr;
+  }
 
   /// Runs the program on host memory: `inputs[i]` holds a dense row-major array of
   /// inputs()[i], `outputs[j]` receives output_bytes()[j] bytes. The caller checks the
@@ -73,7 +94,8 @@ class Executable {
                        std::span<void* const> outputs, std::span<bool> in_place = {}) const;
 
   /// The plugin's serialized form, loadable with Runtime::deserialize. An executable the
-  /// plugin deserialized may serialize without its compiled objects (the CPU plugin's do).
+  /// plugin deserialized may serialize without its compiled objects (the CPU plugin's do);
+  /// a deferred one returns the form it was made from, objects and all.
   std::string serialize() const;
   /// The plugin's fingerprint of the compiled code ("" if it has none).
   std::string fingerprint() const;
@@ -139,8 +161,17 @@ class Executable {
   pjrt::Buffer buffer_over(const TensorSpec& spec, const void* data,
                            PJRT_HostBufferSemantics on_host) const;
 
+  PJRT_LoadedExecutable* deserialize_deferred() const;
+  void set_input_bytes();
+  void set_output_bytes();
+
   std::shared_ptr<const Runtime> runtime_;
-  pjrt::LoadedExecutable loaded_;
+  // A deferred executable's form (null otherwise), deserialized into loaded_ once, under
+  // deserialize_mutex_, before loaded_raw_ publishes it; then only read.
+  std::shared_ptr<const std::string> serialized_;
+  mutable std::mutex deserialize_mutex_;
+  mutable pjrt::LoadedExecutable loaded_;
+  mutable std::atomic<PJRT_LoadedExecutable*> loaded_raw_{nullptr};
   std::vector<TensorSpec> inputs_;
   std::vector<TensorSpec> outputs_;
   std::vector<size_t> input_bytes_, output_bytes_;  // bytes() of each spec, once
