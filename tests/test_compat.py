@@ -136,7 +136,8 @@ def test_jaxlib_without_the_ffi_header_has_no_ffi_version(
     assert _compat.jaxlib_ffi_version() is None
     loaded = cx.initialize()
     verdict = _compat.verdict(loaded.plugin, loaded.library)
-    assert verdict.jaxlib_ffi is None and verdict.in_step
+    assert verdict.jaxlib_ffi is None and verdict.usable
+    assert not any("FFI" in note for note in verdict.notes)
     assert "XLA FFI unknown (jaxlib) / " in verdict.summary()
 
 
@@ -316,6 +317,24 @@ def test_info_reports_what_a_bug_report_needs() -> None:
         assert line.endswith("; in step with jaxlib")
     assert any(line.startswith("cache directory: ") for line in lines)
     assert f"native ABI version: {cx.ABI_VERSION}" in lines
+
+
+def test_the_readme_lists_the_tested_pairings() -> None:
+    """README's table of supported versions and `info`'s list are one set of pairings."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme[readme.index("### Supported versions") :]
+    rows = re.findall(r"^\| (3\.\d+) \| ([\d.]+) \(.*?`lammps-jax-pjrt-cpu` ([\d.]+)", table, re.M)
+    assert tuple(rows) == _compat.TESTED_PAIRINGS
+
+
+def test_info_names_the_pairing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI's environments are each a tested pairing; another is said not to be, with the
+    ones that are."""
+    (line,) = [line for line in cli_info.lines() if line.startswith("tested pairing: ")]
+    assert line.startswith("tested pairing: yes (Python ")
+    monkeypatch.setattr(_compat, "package_version", lambda name: "0.9.0")
+    verdict = _compat.tested_pairing()
+    assert verdict.startswith("no (CI tests Python 3.11, jax 0.10.2, lammps-jax-pjrt-cpu 0.11.2;")
 
 
 def test_info_without_any_plugin_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

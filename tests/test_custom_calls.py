@@ -29,6 +29,7 @@ from cyxla._ffi import checks as ffi_checks
 from cyxla._ffi import mirror, registry
 from cyxla._ffi import plugin as ffi_plugin
 from cyxla._ffi import sources as ffi_sources
+from cyxla._ffi.headers import header_ffi_version
 from cyxla._lower import lowering as cx_lowering
 
 from support import (
@@ -40,6 +41,7 @@ from support import (
     Input,
     ProgramSpec,
     compile_cxx,
+    ffi_include_dir,
     last_json,
     run_python,
     scale_add,
@@ -68,6 +70,14 @@ def jaxlib_ffi_version() -> tuple[int, int]:
     minor = re.search(r"#define XLA_FFI_API_MINOR (\d+)", header)
     assert major and minor
     return int(major.group(1)), int(minor.group(1))
+
+
+def built_ffi_version() -> tuple[int, int]:
+    """The XLA FFI version the user handler (tests/native/handlers.cc) is built with:
+    jaxlib's, or on jax 0.12 the older headers the plugin runs (support.ffi_include_dir)."""
+    version = header_ffi_version(ffi_include_dir())
+    assert version is not None
+    return version
 
 
 # ---------------------------------------------------------------- jaxlib's handlers
@@ -209,7 +219,7 @@ def test_every_layout_of_the_ffi_extension(
     assert _core._ffi_version(plugin) == (0, 2)
     handler = ctypes.cast(handlers.CyxlaTestScaleAdd, ctypes.c_void_p).value
     versions = _core.register_ffi_handler(plugin, "fake_target", handler, "Host", 1)
-    assert versions == (jaxlib_ffi_version(), (0, 2))
+    assert versions == (built_ffi_version(), (0, 2))
     fake = ctypes.CDLL(str(library))
     fake.fake_target.restype = fake.fake_platform.restype = ctypes.c_char_p
     fake.fake_handler.restype = ctypes.c_void_p
@@ -218,7 +228,7 @@ def test_every_layout_of_the_ffi_extension(
     assert fake.fake_handler() == handler
     assert fake.fake_api_version() == (-1 if api_version is None else api_version)
     assert fake.fake_traits() == (-1 if traits is None else traits)
-    assert fake.fake_handler_minor() == jaxlib_ffi_version()[1]  # it asked the handler
+    assert fake.fake_handler_minor() == built_ffi_version()[1]  # it asked the handler
     assert fake.fake_registrations() == 2  # cyxla's version probe, then the target
 
 
@@ -279,7 +289,7 @@ def test_user_handler_through_cyxla(handlers: ctypes.CDLL) -> None:
     np.testing.assert_array_equal(ours, jax.jit(scale_add("cyxla_test_scale_add_jit"))(x))
     registration = registry.registrations()["cyxla_test_scale_add_cx"]
     assert registration.error is None
-    assert registration.handler_ffi_version == jaxlib_ffi_version()
+    assert registration.handler_ffi_version == built_ffi_version()
 
 
 def test_user_handler_native_execute(handlers: ctypes.CDLL) -> None:
@@ -424,18 +434,43 @@ def test_a_rejected_handler_fails_the_compile_with_both_versions(handler_library
     assert f"plugin's XLA FFI {plugin}" in result and "newer than the plugin" in result
 
 
-def test_a_rejected_jax_registration_warns_and_register_jax_targets_raises(
+def test_a_rejected_jax_registration_warns_and_is_refused_where_called(
     handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """JAX's own client refuses the handler too; cyxla warns for a mirrored one, and
-    register_jax_targets raises for one that JAX holds."""
+    """JAX's own client refuses the handler too; cyxla warns for a mirrored one. One that
+    JAX holds, built against a newer XLA FFI than the plugin runs (as jax 0.12's own are
+    beside the 0.11.2 plugin), does not stop register_jax_targets: a program that calls
+    it is refused, naming both versions."""
     cx.initialize()
     capsule = jax.ffi.pycapsule(handlers.CyxlaTestFutureHandler)
     with pytest.warns(RuntimeWarning, match=r"'cyxla_test_future_mirrored'.*XLA FFI 0\.99"):
         mirror._mirror("cyxla_test_future_mirrored", capsule, "cpu", 1)
     pending = {"cpu": [("cyxla_test_future_held", capsule, 1, 0)]}
     monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
+    assert "cyxla_test_future_held" in cx.register_jax_targets()
+    error = registry.registrations()["cyxla_test_future_held"].error
+    assert error is not None and "XLA FFI 0.99" in error
     with pytest.raises(cx.UnsupportedProgramError, match=r"'cyxla_test_future_held'.*0\.99"):
+        ffi_checks.check_program(["cyxla_test_future_held"], "cpu")
+
+
+def test_register_jax_targets_raises_for_a_handler_the_plugin_refuses_otherwise(
+    handlers: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rejection that is not a newer XLA FFI (here an untyped registration) still
+    raises at register_jax_targets."""
+    loaded = cx.initialize()
+    capsule = jax.ffi.pycapsule(handlers.CyxlaTestScaleAdd)
+    pending = {"cpu": [("cyxla_test_held_refused", capsule, 1, 0)]}
+    monkeypatch.setattr(xla_client, "_custom_callback", pending, raising=False)
+
+    def rejects(plugin: Any, runtime: Any, versions: Any) -> tuple[dict[str, str], bool]:
+        return {name: "XLA rejected it for a test" for name in versions}, True
+
+    monkeypatch.setattr(ffi_plugin, "_verify", rejects)
+    monkeypatch.setattr(ffi_plugin.probes, "source", lambda *_: None)
+    assert loaded.platform == "cpu"
+    with pytest.raises(cx.UnsupportedProgramError, match=r"'cyxla_test_held_refused'.*a test"):
         cx.register_jax_targets()
 
 
@@ -758,4 +793,4 @@ def test_a_failed_probe_rejects_what_it_would_have_verified(
     registration = results["cyxla_test_probe_failed"]
     assert registration.error is not None
     assert registration.error.endswith("the probe compile failed: probe broke")
-    assert registration.handler_ffi_version == jaxlib_ffi_version()
+    assert registration.handler_ffi_version == built_ffi_version()

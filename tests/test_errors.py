@@ -256,6 +256,27 @@ def test_unsupported_types_inside_a_program_are_fine() -> None:
     np.testing.assert_array_equal(executable.run([x])[0], np.asarray(jax.jit(fn)(x)))
 
 
+def test_an_operation_newer_than_the_plugins_stablehlo_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A jaxlib newer than the plugin (jax 0.12 beside the 0.11.2 plugin) writes programs
+    at the plugin's StableHLO version; one whose operation that version lacks is refused
+    at lower, naming the operation and both versions. Simulated with a target older than
+    the composite operation's version."""
+    monkeypatch.setattr(cx_lowering, "stablehlo_target", lambda platform: "0.9.0")
+
+    def fn(x: jax.Array) -> jax.Array:
+        return jax.lax.composite(lambda y: y * 2, name="cyxla.test.double")(x)
+
+    with pytest.raises(cx.UnsupportedProgramError) as caught:
+        cx.lower(fn, [jax.ShapeDtypeStruct((3,), jnp.float32)])
+    message = str(caught.value)
+    assert "uses an operation (vhlo.composite_v" in message
+    assert "newer than StableHLO 0.9.0, the newest version the cpu plugin reads" in message
+    assert f"(jaxlib writes {_stablehlo.written_version()})" in message
+    assert "install a plugin at least as new as jaxlib" in message
+
+
 def test_prng_key_output() -> None:
     with pytest.raises(cx.UnsupportedProgramError, match=r"^output\[0\] has dtype key<fry>"):
         cx.lower(lambda seed: jax.random.key(seed), [jax.ShapeDtypeStruct((), jnp.uint32)])

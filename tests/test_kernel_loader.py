@@ -50,13 +50,16 @@ CASES: dict[str, tuple[Callable[..., Any], list[Any]]] = {
     "where": (lambda x, y: jnp.where(x > y, x, y * 2), [spec((7,), F32), spec((7,), F32)]),
 }
 
-#: name -> the host symbols its objects need (so that the libc and libm paths are reached).
+#: name -> the libm symbols its objects need (so that the libm paths are reached).
 NEEDS = {
     "sin3": ["sinf"],
     "exp_pow": ["powf"],
-    "atan2_fmod": ["atan2f", "fmodf", "memcpy"],
+    "atan2_fmod": ["atan2f", "fmodf"],
     "exp_cos": ["cosf"],
 }
+#: libc symbols an object may need besides, as the lowering has it: atan2_fmod's copies
+#: into `memcpy` as jax 0.10 and 0.11 lower it, not as jax 0.12 does.
+LIBC = {"memcpy", "memset"}
 
 
 @functools.cache
@@ -104,7 +107,8 @@ def run_kernels(serialized: bytes, inputs: list[np.ndarray]) -> list[bytearray]:
 def test_loaded_kernels_compute_what_pjrt_computes(name: str) -> None:
     executable, serialized = compiled(name)
     assert hooks.runner_verdict(serialized)[0] == "kernels"
-    assert hooks.compiled_summary(serialized)["undefined_symbols"] == NEEDS.get(name, [])
+    needed = hooks.compiled_summary(serialized)["undefined_symbols"]
+    assert [s for s in needed if s not in LIBC] == NEEDS.get(name, [])
     (output,) = executable.outputs
     d = hooks.compiled_details(serialized)
     (live,) = [

@@ -51,6 +51,7 @@ from cyxla._version import __version__
 
 if TYPE_CHECKING:
     from cyxla._aot import AotLibrary, export_aot
+    from cyxla._ffi.headers import ffi_include_dir
     from cyxla._lower.batched import lower_batched
     from cyxla._lower.cache_key import cache_key
     from cyxla._lower.lowering import lower
@@ -66,6 +67,7 @@ _IMPORTED_ON_USE = {
     "ProgramFileVerdict": "cyxla._verify.verdict",
     "SUPPORTED_DTYPES": "cyxla._program.dtypes",
     "cache_key": "cyxla._lower.cache_key",
+    "ffi_include_dir": "cyxla._ffi.headers",
     "lower": "cyxla._lower.lowering",
     "lower_batched": "cyxla._lower.batched",
     "export_aot": "cyxla._aot",
@@ -129,6 +131,7 @@ __all__ = [
     "compile_program",
     "empty",
     "export_aot",
+    "ffi_include_dir",
     "get_cmake_dir",
     "get_include",
     "get_library",

@@ -61,6 +61,7 @@ def lines() -> list[str]:
         f"platform: {platform.platform()}",
     ]
     found += [f"{name}: {compat.package_version(name) or 'not installed'}" for name in _PACKAGES]
+    found.append(f"tested pairing: {compat.tested_pairing()}")
     found.append(
         f"jaxlib APIs: StableHLO {_version(compat.jaxlib_stablehlo_version())}, "
         f"XLA FFI {_version(compat.jaxlib_ffi_version())}"

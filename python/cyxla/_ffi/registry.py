@@ -106,15 +106,24 @@ def register_jax_targets() -> list[str]:
     This is what loading a plugin does; call it by hand after registering targets with
     JAX when `CYXLA_MIRROR_JAX=0`. Registers with the loaded plugin, or records the
     targets for the plugin when none is loaded yet. Raises UnsupportedProgramError when
-    the loaded plugin rejects one. Returns the names of the targets it registered.
+    the loaded plugin rejects one, except a handler built against a newer XLA FFI than
+    the plugin runs (jax 0.12's own, beside the 0.11.2 CPU plugin): that one is refused
+    only when a program calls it, naming both versions. Returns the names of the
+    targets it registered.
     """
     with lock:
         entries = record([*jaxlib_targets().values(), *jax_held_targets()])
         results = register_with_loaded(entries)
-    failed = [r for r in results if r.error is not None]
+    failed = [r for r in results if r.error is not None and not _newer_than_plugin(r)]
     if failed:
         raise UnsupportedProgramError("; ".join(r.error or "" for r in failed))
     return sorted({e.name for e in entries if e.unsupported is None})
+
+
+def _newer_than_plugin(registration: Registration) -> bool:
+    """Whether the handler was built against a newer XLA FFI than the plugin runs."""
+    handler, plugin = registration.handler_ffi_version, registration.plugin_ffi_version
+    return handler is not None and plugin is not None and tuple(handler) > tuple(plugin)
 
 
 def registrations() -> dict[str, Registration]:

@@ -17,14 +17,25 @@ from cyxla import _core
 from cyxla._errors import PluginVersionError, VersionSkewWarning
 
 __all__ = [
+    "TESTED_PAIRINGS",
     "Verdict",
     "check_on_load",
     "distribution_of",
     "jaxlib_ffi_version",
     "jaxlib_stablehlo_version",
     "package_version",
+    "tested_pairing",
     "verdict",
 ]
+
+#: The pairings CI tests, each running the README's whole test command (README,
+#: "Supported versions"; .ci/run): Python, jax and jaxlib, the CPU plugin wheel's version.
+TESTED_PAIRINGS = (
+    ("3.11", "0.10.2", "0.11.2"),
+    ("3.12", "0.11.2", "0.11.2"),
+    ("3.13", "0.12.0.1", "0.11.2"),
+)
+_CPU_PLUGIN_WHEEL = "lammps-jax-pjrt-cpu"
 
 #: What to install when jaxlib is newer than the plugin; the supported range is
 #: pyproject.toml's (README, "Supported versions").
@@ -42,6 +53,23 @@ def package_version(name: str) -> str | None:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+def tested_pairing() -> str:
+    """Whether this process's Python, jax, jaxlib and CPU plugin are a pairing CI tests:
+    "yes (...)" naming it, or "no (...)" naming the ones it does test."""
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    jax, jaxlib = package_version("jax"), package_version("jaxlib")
+    plugin = package_version(_CPU_PLUGIN_WHEEL)
+    if jax == jaxlib and (python, jax, plugin) in TESTED_PAIRINGS:
+        return (
+            f"yes (Python {python}, jax and jaxlib {jax}, {_CPU_PLUGIN_WHEEL} {plugin}: CI "
+            "runs the whole test suite on it)"
+        )
+    tested = "; ".join(
+        f"Python {p}, jax {j}, {_CPU_PLUGIN_WHEEL} {w}" for p, j, w in TESTED_PAIRINGS
+    )
+    return f"no (CI tests {tested})"
 
 
 def _named(name: str) -> str:
