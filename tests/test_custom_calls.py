@@ -80,6 +80,51 @@ def built_ffi_version() -> tuple[int, int]:
     return version
 
 
+# ---------------------------------------------------------------- headers to build with
+
+
+def test_ffi_include_dir_names_headers_the_plugin_runs() -> None:
+    plugin = _core._ffi_version(cx.initialize().plugin)
+    include = cx.ffi_include_dir()
+    version = header_ffi_version(include)
+    assert version is not None and plugin is not None and version <= tuple(plugin)
+    assert (Path(include) / "xla/ffi/api/ffi.h").is_file()
+    if jaxlib_ffi_version() <= tuple(plugin):
+        assert include == jax.ffi.include_dir()
+
+
+def _newer_jaxlib_headers(directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jaxlib's headers replaced by ones that say XLA FFI 0.99."""
+    (directory / "xla/ffi/api").mkdir(parents=True)
+    (directory / "xla/ffi/api/c_api.h").write_text(
+        "#define XLA_FFI_API_MAJOR 0\n#define XLA_FFI_API_MINOR 99\n"
+    )
+    monkeypatch.setattr(jax.ffi, "include_dir", lambda: str(directory))
+
+
+def test_ffi_include_dir_takes_older_headers_beside_a_newer_jaxlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _newer_jaxlib_headers(tmp_path, monkeypatch)
+    include = cx.ffi_include_dir()
+    assert include != str(tmp_path) and Path(include).parts[-2:] == ("tensorflow", "include")
+    assert header_ffi_version(include) == (0, 2)  # tensorflow-cpu 2.21's XLA
+
+
+def test_ffi_include_dir_without_older_headers_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cyxla._run import ffi_headers
+
+    _newer_jaxlib_headers(tmp_path, monkeypatch)
+    monkeypatch.setattr(ffi_headers, "_OLDER_HEADERS", ("cyxla_no_such_package",))
+    with pytest.raises(cx.PluginVersionError) as caught:
+        cx.ffi_include_dir()
+    message = str(caught.value)
+    assert f"jaxlib's XLA FFI headers ({tmp_path}) are version 0.99, newer than" in message
+    assert "install 'cyxla[aot]'" in message
+
+
 # ---------------------------------------------------------------- jaxlib's handlers
 
 

@@ -51,11 +51,11 @@ from cyxla._version import __version__
 
 if TYPE_CHECKING:
     from cyxla._aot import AotLibrary, export_aot
-    from cyxla._ffi.headers import ffi_include_dir
     from cyxla._lower.batched import lower_batched
     from cyxla._lower.cache_key import cache_key
     from cyxla._lower.lowering import lower
     from cyxla._program.dtypes import SUPPORTED_DTYPES
+    from cyxla._run.ffi_headers import ffi_include_dir
     from cyxla._verify.verdict import ProgramFileVerdict, verify_program_file
 
 #: Public names that a process which only loads and runs programs does not need, imported
@@ -67,7 +67,7 @@ _IMPORTED_ON_USE = {
     "ProgramFileVerdict": "cyxla._verify.verdict",
     "SUPPORTED_DTYPES": "cyxla._program.dtypes",
     "cache_key": "cyxla._lower.cache_key",
-    "ffi_include_dir": "cyxla._ffi.headers",
+    "ffi_include_dir": "cyxla._run.ffi_headers",
     "lower": "cyxla._lower.lowering",
     "lower_batched": "cyxla._lower.batched",
     "export_aot": "cyxla._aot",

@@ -6,7 +6,6 @@ install. `backend.initialize` warns with it, `python -m cyxla` lists it."""
 
 from __future__ import annotations
 
-import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -111,15 +110,9 @@ def jaxlib_ffi_version() -> tuple[int, int] | None:
     with), or None when jaxlib ships none."""
     import jax.ffi  # the public module; JAX is imported by now (see jaxlib_stablehlo_version)
 
-    try:
-        header = (Path(jax.ffi.include_dir()) / "xla/ffi/api/c_api.h").read_text()
-    except OSError:
-        return None
-    major = re.search(r"#define XLA_FFI_API_MAJOR (\d+)", header)
-    minor = re.search(r"#define XLA_FFI_API_MINOR (\d+)", header)
-    if major is None or minor is None:
-        return None
-    return int(major.group(1)), int(minor.group(1))
+    from cyxla._ffi.headers import header_ffi_version
+
+    return header_ffi_version(jax.ffi.include_dir())
 
 
 def _plugin_ffi_version(plugin: _core.Plugin) -> tuple[int, int] | None:
