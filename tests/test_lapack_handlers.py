@@ -12,6 +12,11 @@ process without Python."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -672,6 +677,47 @@ def test_jnp_linalg_gives_jax_jits_bits(name: str, dtype: str) -> None:
         assert bits(a) == bits(b), f"output {i}: {a} != {b}"
     if name.endswith(("singular", "indefinite", "nonfinite")):
         assert np.isnan(ours[0]).any()
+
+
+#: The matrix fuzz_lapack_handlers found (column-major 4 x 3, one value -inf): OpenBLAS's
+#: sgesdd never returns on it (its bidiagonal QR iteration, sbdsqr, spins), so neither does
+#: jax.jit(jnp.linalg.svd) with jaxlib's handler; cyxla's gives info -4 without LAPACK.
+_HANGS_LAPACK = ["-inf", -1.60672e32, 1.4718, 0.5, 4, 0.5, 0.5, 0.5, 4, 0.5, 0.5, 0.5]
+
+
+def test_an_svd_of_a_matrix_that_is_not_finite_fails_instead_of_hanging() -> None:
+    """Every SVD target, in every dtype, and jnp.linalg.svd end to end, in a child process
+    with a time limit, so that a handler that hands such a matrix to LAPACK fails here
+    instead of hanging the suite. The oracle is the contract: info -4, which JAX turns
+    into NaN (jax.jit itself never returns on this matrix)."""
+    code = f"""
+    import json, numpy as np, jax, jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    import cyxla as cx
+    from test_lapack_handlers import FAMILY, DTYPES, raw_call, _run_cyxla
+    a = np.array({_HANGS_LAPACK!r}, dtype=float).reshape(3, 4).T
+    infos = {{}}
+    for name in ("gesdd", "gesvd"):
+        family = FAMILY[name]
+        for dtype in DTYPES:
+            call = raw_call(family.target(dtype), family, (), 4, 3, dtype)
+            infos[f"{{name}}-{{dtype}}"] = int(_run_cyxla(call, [a.astype(dtype)])[-1])
+    program = cx.lower(lambda x: jnp.linalg.svd(x, compute_uv=False), [a.astype(np.float32)])
+    (values,) = cx.compile_program(program)[0].run([a.astype(np.float32)])
+    print(json.dumps({{"infos": infos, "values": [str(v) for v in values]}}))
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.splitlines()[-1])
+    assert set(found["infos"].values()) == {-4}, found["infos"]
+    assert len(found["infos"]) == 8
+    assert found["values"] == ["nan", "nan", "nan"]
 
 
 # ------------------------------------------------------------------ which LAPACK, and whose

@@ -5,6 +5,7 @@
 // into XLA.
 #pragma once
 
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstring>
@@ -56,6 +57,21 @@ struct Element<c128> {
 template <typename T>
 inline constexpr bool is_complex = Element<T>::dtype == xla_ffi::kDataTypeC64 ||
                                    Element<T>::dtype == xla_ffi::kDataTypeC128;
+
+/// Whether every one of `count` values is finite. geev and the SVDs give LAPACK no matrix
+/// with a value that is not: it gets info -4 instead (geev as jaxlib's; the SVDs because
+/// LAPACK's bidiagonal QR iteration, sbdsqr, never ends on one, in jaxlib too).
+template <typename T>
+bool all_finite(const T* data, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    if constexpr (is_complex<T>) {
+      if (!std::isfinite(data[i].real()) || !std::isfinite(data[i].imag())) return false;
+    } else {
+      if (!std::isfinite(data[i])) return false;
+    }
+  }
+  return true;
+}
 
 /// An operand or result: its memory and dimensions, as XLA passed them.
 struct Array {

@@ -15,17 +15,6 @@
 namespace cyxla::lapack {
 namespace {
 
-template <typename T>
-bool all_finite(const T* data, int64_t count) {
-  return std::all_of(data, data + count, [](const T& v) {
-    if constexpr (is_complex<T>) {
-      return std::isfinite(v.real()) && std::isfinite(v.imag());
-    } else {
-      return std::isfinite(v);
-    }
-  });
-}
-
 /// LAPACK's real eigenvectors, packed, as complex ones: where wi[j] != 0, columns j and j+1
 /// hold the real and imaginary parts of the pair v_j = a + ib, v_{j+1} = a - ib.
 template <typename R>

@@ -4,6 +4,8 @@
 // dims, overwritten), s (batch..., min(m, n), real), u (batch..., m, m or min(m, n)), vt
 // (batch..., n or min(m, n), n) and info (batch...). The workspace is the size LAPACK asks
 // for, queried as jaxlib queries it; the integer and real workspaces have jaxlib's sizes.
+// Unlike jaxlib's, a matrix with a value that is not finite is not given to LAPACK, whose
+// bidiagonal QR iteration never ends on it: it gets info -4, which JAX turns into NaN.
 #include <algorithm>
 #include <limits>
 
@@ -63,12 +65,20 @@ xla_ffi::Error* gesdd(xla_ffi::CallFrame* frame) noexcept {
                                                    2 * big * kk + 2 * kk * kk + kk);
       const auto rwork = workspace<R>(rsize);
       for (int64_t i = 0; i < m.batch; ++i) {
+        if (!all_finite(a + i * m.size(), m.size())) {
+          infos[i] = -4;
+          continue;
+        }
         fn(&mode, &m.rows, &m.cols, a + i * m.size(), &lda, values + i * k, us + i * u_step,
            &ldu, vts + i * vt_step, &ldvt, work.get(), &lwork, rwork.get(), iwork.get(),
            infos + i, 1);
       }
     } else {
       for (int64_t i = 0; i < m.batch; ++i) {
+        if (!all_finite(a + i * m.size(), m.size())) {
+          infos[i] = -4;
+          continue;
+        }
         fn(&mode, &m.rows, &m.cols, a + i * m.size(), &lda, values + i * k, us + i * u_step,
            &ldu, vts + i * vt_step, &ldvt, work.get(), &lwork, iwork.get(), infos + i, 1);
       }

@@ -2,7 +2,8 @@
 // algorithm=SvdAlgorithm.QR). The contract of gesdd (svd_contract.hpp): operand x (batch..., m,
 // n); attribute mode ('A', 'S' or 'N', for U and V^H alike); results x_out, s (real), u,
 // vt and info. The workspace is the size LAPACK asks for; complex types take a real
-// workspace of 5 min(m, n), LAPACK's size.
+// workspace of 5 min(m, n), LAPACK's size. A matrix with a value that is not finite gets
+// info -4 without LAPACK, as in gesdd.cpp.
 #include <algorithm>
 
 #include "lapack/call.hpp"
@@ -51,6 +52,10 @@ xla_ffi::Error* gesvd(xla_ffi::CallFrame* frame) noexcept {
     const int64_t u_step = mode == 'N' ? 0 : mu.size();
     const int64_t vt_step = mode == 'N' ? 0 : mvt.size();
     for (int64_t i = 0; i < m.batch; ++i) {
+      if (!all_finite(a + i * m.size(), m.size())) {
+        infos[i] = -4;
+        continue;
+      }
       if constexpr (is_complex<T>) {
         fn(&mode, &mode, &m.rows, &m.cols, a + i * m.size(), &lda, values + i * k,
            us + i * u_step, &ldu, vts + i * vt_step, &ldvt, work.get(), &lwork, rwork.get(),
