@@ -190,8 +190,9 @@ def test_runner_verdicts_on_real_programs(name: str) -> None:
 
 
 def test_a_cache_hit_reads_the_entry_the_compile_stored() -> None:
-    # A deserialized executable serializes without its objects: the verdict of a hit is
-    # read from the entry's payload, and is the same as the compile's.
+    # A hit on the kernel runner is made from the entry's payload without PJRT's
+    # deserialization (which drops the objects), and serializes as that payload: its
+    # verdict is the compile's.
     program = cx.lower(lambda x: jnp.sin(x) * 3, [spec((5,), F32)])
     first, _ = cx.compile_program(program)
     second, statistics = cx.compile_program(program)
@@ -199,7 +200,8 @@ def test_a_cache_hit_reads_the_entry_the_compile_stored() -> None:
     assert first.runner == second.runner and second.runner.would_take == "kernels"
     summary = _core.compiled_summary_of(second._native)
     assert summary is not None and summary["undefined_symbols"] == ["sinf"]
-    assert hooks.runner_verdict(second._native.serialize())[0] == "pjrt"
+    assert second._native.serialize() == first._native.serialize()
+    assert hooks.runner_verdict(second._native.serialize())[0] == "kernels"
 
 
 # ------------------------------------------------------------------ malformed bytes
