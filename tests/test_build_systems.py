@@ -25,6 +25,10 @@ _CHECK = """
 import jax, jax.numpy as jnp, numpy as np
 import cyxla as cx
 import quickstart
+
+#: Builds native code against the installed package: the same with every jax (README,
+#: "Supported versions").
+pytestmark = pytest.mark.builds
 assert quickstart.__file__.startswith({target!r}), quickstart.__file__
 f = lambda x: jnp.cos(x) * 3 + 1
 executable, _ = cx.compile_program(cx.lower(f, [jax.ShapeDtypeStruct((5,), jnp.float32)]))

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from support import install_and_test_example
+
+#: Builds native code against the installed package: the same with every jax (README,
+#: "Supported versions").
+pytestmark = pytest.mark.builds
 
 DOWNSTREAM = Path(__file__).resolve().parents[1] / "examples" / "downstream"
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from support import install_and_test_example
+
+#: Builds native code against the installed package: the same with every jax (README,
+#: "Supported versions").
+pytestmark = pytest.mark.builds
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "scip_nogil"
 

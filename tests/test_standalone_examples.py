@@ -18,6 +18,10 @@ from cyxla._ffi.sources import scipy_lapack
 from program_file_writer import save
 from support import plugin_library
 
+#: Builds native code against the installed package: the same with every jax (README,
+#: "Supported versions").
+pytestmark = pytest.mark.builds
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "standalone"
 
 

@@ -317,6 +317,11 @@ def _run(s: Setup) -> Loop:
     return timed(lambda: s.executable.run(s.inputs))
 
 
+@path("run_aligned", "cyxla Executable.run, cyxla.empty arrays in (no input staged)")
+def _run_aligned(s: Setup) -> Loop:
+    return timed(lambda: s.executable.run(s.aligned_inputs))
+
+
 @path("run_pjrt", "cyxla Executable.run, plain NumPy arrays, kept on PJRT (CYXLA_RUNNER=pjrt)")
 def _run_pjrt(s: Setup) -> Loop:
     return timed(lambda: s.pjrt_executable.run(s.inputs))

@@ -27,8 +27,8 @@ __all__ = [
     "verdict",
 ]
 
-#: The pairings CI tests, each running the README's whole test command (README,
-#: "Supported versions"; .ci/run): Python, jax and jaxlib, the CPU plugin wheel's version.
+#: The pairings CI tests (README, "Supported versions"; .ci/run): Python, jax and jaxlib,
+#: the CPU plugin wheel's version.
 TESTED_PAIRINGS = (
     ("3.11", "0.10.2", "0.11.2"),
     ("3.12", "0.11.2", "0.11.2"),
@@ -63,7 +63,7 @@ def tested_pairing() -> str:
     if jax == jaxlib and (python, jax, plugin) in TESTED_PAIRINGS:
         return (
             f"yes (Python {python}, jax and jaxlib {jax}, {_CPU_PLUGIN_WHEEL} {plugin}: CI "
-            "runs the whole test suite on it)"
+            "runs the test suite on it)"
         )
     tested = "; ".join(
         f"Python {p}, jax {j}, {_CPU_PLUGIN_WHEEL} {w}" for p, j, w in TESTED_PAIRINGS
