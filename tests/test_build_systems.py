@@ -17,6 +17,10 @@ PAGE = ROOT / "docs" / "build-systems.md"
 # The module every project builds, written out in the quickstart (one home).
 QUICKSTART = ROOT / "docs" / "quickstart.md"
 # ```toml title="cmake/pyproject.toml": a file of one project, named by its directory.
+#: Builds native code against the installed package: the same with every jax (README,
+#: "Supported versions").
+pytestmark = pytest.mark.builds
+
 PROJECT_FILE = re.compile(r'^```\w+ title="([^"/]+)/([^"/]+)"\n(.*?)^```$', re.DOTALL | re.M)
 MODULE = re.compile(r'^```c title="quickstart.c"\n(.*?)^```$', re.DOTALL | re.M)
 
@@ -26,9 +30,6 @@ import jax, jax.numpy as jnp, numpy as np
 import cyxla as cx
 import quickstart
 
-#: Builds native code against the installed package: the same with every jax (README,
-#: "Supported versions").
-pytestmark = pytest.mark.builds
 assert quickstart.__file__.startswith({target!r}), quickstart.__file__
 f = lambda x: jnp.cos(x) * 3 + 1
 executable, _ = cx.compile_program(cx.lower(f, [jax.ShapeDtypeStruct((5,), jnp.float32)]))
