@@ -295,19 +295,13 @@ NATIVE_SOURCES = Path(__file__).parent / "native"
 FACTOR = np.float32(2.5)
 
 
-def ffi_include_dir() -> str:
-    """The XLA FFI headers the tests build handlers with: cx.ffi_include_dir()'s, jaxlib's
-    or, on jax 0.12 beside the 0.11.2 plugin, tensorflow-cpu's older ones."""
-    return cx.ffi_include_dir()
-
-
 def compile_cxx(source: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """Compiles C++ `source` against XLA FFI headers the plugin runs (ffi_include_dir)."""
+    """Compiles C++ `source` against XLA FFI headers the plugin runs (cx.ffi_include_dir)."""
     compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     assert compiler, "the custom-call tests need a C++ compiler (c++) to build their handler"
     command = [compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", str(source), *arguments]
     return subprocess.run(
-        [*command, "-isystem", ffi_include_dir()], capture_output=True, text=True, timeout=300
+        [*command, "-isystem", cx.ffi_include_dir()], capture_output=True, text=True, timeout=300
     )
 
 

@@ -41,7 +41,6 @@ from support import (
     Input,
     ProgramSpec,
     compile_cxx,
-    ffi_include_dir,
     last_json,
     run_python,
     scale_add,
@@ -74,8 +73,8 @@ def jaxlib_ffi_version() -> tuple[int, int]:
 
 def built_ffi_version() -> tuple[int, int]:
     """The XLA FFI version the user handler (tests/native/handlers.cc) is built with:
-    jaxlib's, or on jax 0.12 the older headers the plugin runs (support.ffi_include_dir)."""
-    version = header_ffi_version(ffi_include_dir())
+    jaxlib's, or on jax 0.12 the older headers the plugin runs (cx.ffi_include_dir)."""
+    version = header_ffi_version(cx.ffi_include_dir())
     assert version is not None
     return version
 

@@ -17,7 +17,7 @@ from cyxla._ffi import probes
 from cyxla._ffi.targets import Target
 from cyxla._platforms import XLA_PLATFORMS
 
-__all__ = ["MISSING_FFI", "Registration", "register"]
+__all__ = ["MISSING_FFI", "Registration", "newer", "register"]
 
 #: The plugin's compile error for a custom call with no handler: (target, XLA platform).
 MISSING_FFI = re.compile(r"No FFI handler registered for (\S+) on a platform (\S+)")
@@ -99,8 +99,8 @@ def _verify(
             break
         # XLA rejects every handler newer than itself: drop them all with the first.
         plugin_version = versions[missing][1]
-        newer = [n for n in pending if _newer(versions[n][0], plugin_version)]
-        for name in newer if missing in newer else [missing]:
+        too_new = [n for n in pending if newer(versions[n][0], plugin_version)]
+        for name in too_new if missing in too_new else [missing]:
             reasons[name] = f"XLA rejected it{_version_reason(*versions[name])}"
             pending.remove(name)
     return reasons, True
@@ -130,7 +130,7 @@ def _probe(plugin: _core.Plugin, runtime: _core.Runtime, names: list[str]) -> st
     return None
 
 
-def _newer(handler: Any, plugin: Any) -> bool:
+def newer(handler: Any, plugin: Any) -> bool:
     """Whether a handler of XLA FFI version `handler` is newer than the plugin's XLA."""
     return handler is not None and plugin is not None and tuple(handler) > tuple(plugin)
 
@@ -145,7 +145,7 @@ def _version_reason(handler: Any, plugin: Any) -> str:
         f" (handler built against XLA FFI {_version_text(handler)}, "
         f"plugin's XLA FFI {_version_text(plugin)})"
     )
-    if _newer(handler, plugin):
+    if newer(handler, plugin):
         return (
             f"{text}: the handler is newer than the plugin; install a plugin built from "
             "an XLA at least as new as the library that built the handler"

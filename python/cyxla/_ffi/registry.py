@@ -11,7 +11,7 @@ from typing import Any
 from cyxla import _core
 from cyxla._errors import UnsupportedProgramError
 from cyxla._ffi import plugin as ffi_plugin
-from cyxla._ffi.plugin import Registration
+from cyxla._ffi.plugin import Registration, newer
 from cyxla._ffi.sources import (
     cyxla_lapack_targets,
     cyxla_targets,
@@ -114,16 +114,14 @@ def register_jax_targets() -> list[str]:
     with lock:
         entries = record([*jaxlib_targets().values(), *jax_held_targets()])
         results = register_with_loaded(entries)
-    failed = [r for r in results if r.error is not None and not _newer_than_plugin(r)]
+    failed = [
+        r
+        for r in results
+        if r.error is not None and not newer(r.handler_ffi_version, r.plugin_ffi_version)
+    ]
     if failed:
         raise UnsupportedProgramError("; ".join(r.error or "" for r in failed))
     return sorted({e.name for e in entries if e.unsupported is None})
-
-
-def _newer_than_plugin(registration: Registration) -> bool:
-    """Whether the handler was built against a newer XLA FFI than the plugin runs."""
-    handler, plugin = registration.handler_ffi_version, registration.plugin_ffi_version
-    return handler is not None and plugin is not None and tuple(handler) > tuple(plugin)
 
 
 def registrations() -> dict[str, Registration]:
