@@ -264,6 +264,36 @@ def test_unaligned_inputs_and_outputs_are_staged_and_copied() -> None:
     same_bits(grad, theirs[1])
 
 
+def test_a_call_repeated_over_the_same_memory_reuses_its_layout_and_stays_right() -> None:
+    """execute() remembers a thread's last kernel-runner call; the same executable over the
+    same memory again runs that call resolved, as a bound call does. It must still stage
+    an unaligned input's new contents, write every output, say which outputs it wrote in
+    place, and forget a call whose scratch another executable's larger call reallocated."""
+    small, small_pjrt = both_runners(cx.lower(_value_and_grad, [spec((8,), F32)]))
+    large, large_pjrt = both_runners(cx.lower(_affine, [spec((1 << 16,), F32)]))
+    assert small.runner.name == large.runner.name == "kernels"
+    x = np.zeros(8 * 4 + 4, np.uint8)[4:].view(np.float32)  # staged in the scratch
+    value, grad = cx.empty((), np.float32), cx.empty((8,), np.float32)
+    grad_off = np.zeros(8 * 4 + 4, np.uint8)[4:].view(np.float32)  # copied out
+    big = np.zeros((1 << 18) + 4, np.uint8)[4:].view(np.float32)  # staging larger than x's
+    big_out = cx.empty((1 << 16,), np.float32)
+    rng = np.random.default_rng(0)
+    for k in range(6):
+        for outputs, in_place in ([value, grad], [True, True]), ([value, grad_off], [True, False]):
+            for call in range(3):  # the second and third reuse the first's layout
+                x[...] = rng.uniform(-3, 3, 8).astype(np.float32)
+                theirs = small_pjrt.run([x])
+                for o in outputs:
+                    o[...] = 7
+                assert hooks.writes_in_place(small._native, [x], outputs) == in_place
+                same_bits(outputs[0], theirs[0], f"round {k}, {in_place}, call {call}")
+                same_bits(outputs[1], theirs[1], f"round {k}, {in_place}, call {call}")
+        if k % 2 == 1:  # grows this thread's scratch past the small call's staging
+            big[...] = rng.uniform(-3, 3, 1 << 16).astype(np.float32)
+            large.run([big], out=[big_out])
+            same_bits(big_out, large_pjrt.run([big])[0], f"round {k}, the larger program")
+
+
 def test_outputs_written_in_place_on_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     """Donated outputs (here made small, so that the program qualifies) are written into
     the caller's memory where it is aligned, and through staging where it is not."""

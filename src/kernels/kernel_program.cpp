@@ -330,10 +330,9 @@ KernelProgram::~KernelProgram() = default;
 
 void KernelProgram::run(std::byte* const* bases) const { run_sequence(*steps_, OverBases{bases}); }
 
-std::vector<KernelArg> KernelProgram::resolve(std::byte* const* bases) const {
-  std::vector<KernelArg> slices(slice_count_);
+void KernelProgram::resolve(std::byte* const* bases, std::vector<KernelArg>& slices) const {
+  slices.resize(slice_count_);
   resolve_slices(*steps_, bases, slices);
-  return slices;
 }
 
 void KernelProgram::run(const std::vector<KernelArg>& resolved) const {

@@ -66,8 +66,9 @@ class KernelProgram {
   void run(std::byte* const* bases) const;
 
   /// Every address the steps read or write, over the allocations `bases` (as run()
-  /// takes them): what a call that keeps its memory (a bound call) resolves once.
-  std::vector<KernelArg> resolve(std::byte* const* bases) const;
+  /// takes them), into `slices` (resized, its capacity reused): what a call that keeps
+  /// its memory (a bound call) resolves once.
+  void resolve(std::byte* const* bases, std::vector<KernelArg>& slices) const;
   /// Runs the thunks over addresses resolve() gave; as run() otherwise. A kernel gets
   /// its arguments where they lie, so a call reads no slice.
   void run(const std::vector<KernelArg>& resolved) const;

@@ -42,6 +42,14 @@ void bind_calls(nb::module_& m) {
            "and returns OUTPUTS_REFUSED when `outputs` is not a list or tuple of NumPy arrays "
            "exactly the outputs, else INPUTS_REFUSED when `inputs` are not exactly the inputs "
            "(a list, a strided or misaligned array, another dtype).")
+      .def("make_outputs_with", &CachedRun::make_outputs_with, "empty"_a, "shapes"_a,
+           "dtypes"_a,
+           "Makes run_new's output j with empty(shapes[j], dtypes[j]) (numpy.empty).")
+      .def("run_new", &CachedRun::run_new, "inputs"_a,
+           "Executable.run without out=, in one call: makes the outputs and runs the program "
+           "on `inputs` (not converted) into them. Returns them as a tuple when it ran, as a "
+           "list when it ran and asks for the variant (see __call__), and None when the "
+           "inputs are refused, running nothing.")
       .def(
           "variant_inputs",
           [](const CachedRun& r) { return from_specs(r.variant_inputs()); },

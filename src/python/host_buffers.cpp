@@ -190,6 +190,43 @@ int CachedRun::call(nb::handle inputs, nb::handle outputs, bool converted) {
                                                                          : kRan;
 }
 
+void CachedRun::make_outputs_with(nb::object empty, nb::list shapes, nb::list dtypes) {
+  const size_t n_out = call_.executable().outputs().size();
+  if (nb::len(shapes) != n_out || nb::len(dtypes) != n_out) {
+    throw Error(ErrorKind::InvalidArgument, "make_outputs_with: one shape and dtype per output");
+  }
+  empty_args_.clear();
+  for (size_t j = 0; j < n_out; ++j) {
+    empty_args_.push_back(shapes[j]);
+    empty_args_.push_back(dtypes[j]);
+  }
+  empty_ = std::move(empty);
+}
+
+nb::object CachedRun::run_new(nb::handle inputs) {
+  const size_t n_out = empty_args_.size() / 2;
+  if (!empty_.is_valid() || n_out != call_.executable().outputs().size()) {
+    throw Error(ErrorKind::InvalidArgument, "run_new: make_outputs_with was not called");
+  }
+  nb::object outputs = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(n_out)));
+  if (!outputs.is_valid()) throw nb::python_error();
+  for (size_t j = 0; j < n_out; ++j) {
+    PyObject* args[2] = {empty_args_[2 * j].ptr(), empty_args_[2 * j + 1].ptr()};
+    PyObject* array = PyObject_Vectorcall(empty_.ptr(), args, 2, nullptr);
+    if (array == nullptr) throw nb::python_error();
+    PyTuple_SET_ITEM(outputs.ptr(), static_cast<Py_ssize_t>(j), array);  // steals
+  }
+  switch (call(inputs, outputs, false)) {
+    case kRan: return outputs;
+    case kRanAskingForVariant: {
+      nb::object list = nb::steal(PySequence_List(outputs.ptr()));
+      if (!list.is_valid()) throw nb::python_error();
+      return list;
+    }
+    default: return nb::none();
+  }
+}
+
 void CachedRun::read_in_place(std::shared_ptr<const Executable> variant) {
   nb::gil_scoped_release release;
   call_.read_in_place(std::move(variant));

@@ -34,6 +34,14 @@ class CachedRun {
   /// caller checks what was refused and says why. The GIL is released while it runs.
   int call(nanobind::handle inputs, nanobind::handle outputs, bool converted);
 
+  /// run_new's outputs: `empty(shapes[j], dtypes[j])` (numpy.empty) makes output j.
+  void make_outputs_with(nanobind::object empty, nanobind::list shapes, nanobind::list dtypes);
+  /// Executable.run without `out`, in one call from Python: makes the outputs
+  /// (make_outputs_with) and runs the program on the buffers of `inputs` into them (as
+  /// call(), unconverted). Returns them as a tuple when it ran; as a list when it ran and
+  /// asks for the variant (kRanAskingForVariant); None when `inputs` were refused.
+  nanobind::object run_new(nanobind::handle inputs);
+
   /// CachedCall's variant_inputs, read_in_place (with the GIL released while it waits for
   /// a call in another thread) and calls_read_in_place.
   std::vector<TensorSpec> variant_inputs() const { return call_.variant_inputs(); }
@@ -43,6 +51,8 @@ class CachedRun {
  private:
   CachedCall call_;
   nanobind::object ndarray_;  // numpy.ndarray, the one type `outputs` may hold
+  nanobind::object empty_;    // make_outputs_with's
+  std::vector<nanobind::object> empty_args_;  // per output: its shape, then its dtype
 };
 
 #ifdef CYXLA_TESTING

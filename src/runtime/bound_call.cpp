@@ -33,7 +33,7 @@ BoundCall::BoundCall(std::shared_ptr<const Executable> executable,
     std::vector<std::byte*> bases(e.compiled_form()->executable.buffers.allocations.size());
     e.lay_out_kernel_call(inputs_, outputs_, donors_,
                           static_cast<std::byte*>(kernel_memory_.get()), bases);
-    kernel_call_.emplace(e.resolve_kernel_call(inputs_, outputs_, bases));
+    e.resolve_kernel_call(inputs_, outputs_, bases, kernel_call_.emplace());
     return;
   }
   if (const size_t staged = e.staged_bytes(inputs_, donors_); staged != 0) {

@@ -55,6 +55,11 @@ Scratch& scratch() {
 
 }  // namespace
 
+uint64_t Executable::new_id() noexcept {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 Executable::Executable(std::shared_ptr<const Runtime> runtime, pjrt::LoadedExecutable loaded,
                        std::vector<TensorSpec> inputs, std::vector<size_t> donated_outputs)
     : runtime_(std::move(runtime)),
@@ -207,8 +212,13 @@ void Executable::execute(std::span<const void* const> inputs, std::span<void* co
                          std::span<bool> in_place) const {
   if (kernels_) {
     execute_kernels(inputs, outputs, in_place);
-    return;
+  } else {
+    execute_pjrt(inputs, outputs, in_place);
   }
+}
+
+void Executable::execute_pjrt(std::span<const void* const> inputs, std::span<void* const> outputs,
+                              std::span<bool> in_place) const {
   const size_t n_in = inputs_.size();
   const size_t n_out = outputs_.size();
   const size_t n_donated = donated_outputs_.size();
@@ -248,21 +258,6 @@ void Executable::execute(std::span<const void* const> inputs, std::span<void* co
 
   SmallArray<PJRT_Buffer*> out_raw(n_out);
   execute_buffers(in_raw.data(), {out_raw.data(), n_out}, outputs, in_place);
-}
-
-void Executable::execute_kernels(std::span<const void* const> inputs,
-                                 std::span<void* const> outputs, std::span<bool> in_place) const {
-  // The same layout as a BoundCall's, made per call in this thread's scratch memory.
-  const size_t n_donated = donated_outputs_.size();
-  SmallArray<void*> donors(n_donated);
-  place_donors(inputs, outputs, {donors.data(), n_donated});
-  const size_t bytes = kernel_call_bytes(inputs, {donors.data(), n_donated});
-  std::byte* memory = bytes != 0 ? scratch().reserve(bytes) : nullptr;
-  SmallArray<std::byte*> bases(kernels_->places().size());
-  lay_out_kernel_call(inputs, outputs, {donors.data(), n_donated}, memory,
-                      {bases.data(), bases.size()});
-  stage_inputs(inputs, {bases.data(), bases.size()});
-  run_kernels({bases.data(), bases.size()}, outputs, in_place);
 }
 
 void Executable::execute_buffers(PJRT_Buffer* const* arguments, std::span<PJRT_Buffer*> results,

@@ -19,6 +19,7 @@
 namespace cyxla {
 
 class Runtime;
+struct LastKernelCall;  // kernel_calls.cpp
 
 class Executable {
  public:
@@ -120,10 +121,10 @@ class Executable {
     std::vector<HostCopy> inputs_staged;     // unaligned inputs into their staging
     std::vector<HostCopy> outputs_copied;    // outputs not written in place
   };
-  /// The call laid out by lay_out_kernel_call in `bases`, over `inputs` and `outputs`.
-  ResolvedKernelCall resolve_kernel_call(std::span<const void* const> inputs,
-                                         std::span<void* const> outputs,
-                                         std::span<std::byte* const> bases) const;
+  /// The call laid out by lay_out_kernel_call in `bases`, over `inputs` and `outputs`,
+  /// into `call` (its vectors' capacity reused).
+  void resolve_kernel_call(std::span<const void* const> inputs, std::span<void* const> outputs,
+                           std::span<std::byte* const> bases, ResolvedKernelCall& call) const;
   /// Runs it on what its input memory holds now. Allocates nothing.
   void run_resolved(const ResolvedKernelCall& call) const;
 
@@ -148,6 +149,12 @@ class Executable {
  private:
   void execute_kernels(std::span<const void* const> inputs, std::span<void* const> outputs,
                        std::span<bool> in_place) const;
+  /// Resolves the call `last` remembers (kernel_calls.cpp), which is this executable's.
+  void resolve_last_call(LastKernelCall& last) const;
+  /// execute() on PJRT. Apart, so that a kernel-runner call does not set up its frame.
+  [[gnu::noinline]] void execute_pjrt(std::span<const void* const> inputs,
+                                      std::span<void* const> outputs,
+                                      std::span<bool> in_place) const;
   /// Copies the inputs that lay_out_kernel_call staged into their staging.
   void stage_inputs(std::span<const void* const> inputs,
                     std::span<std::byte* const> bases) const noexcept;
@@ -165,6 +172,11 @@ class Executable {
   void set_input_bytes();
   void set_output_bytes();
 
+  static uint64_t new_id() noexcept;
+
+  // Which executable this is, for a thread's memory of its last call (execute_kernels):
+  // unlike an address, never that of another executable later.
+  const uint64_t id_ = new_id();
   std::shared_ptr<const Runtime> runtime_;
   // A deferred executable's form (null otherwise), deserialized into loaded_ once, under
   // deserialize_mutex_, before loaded_raw_ publishes it; then only read.

@@ -1,7 +1,7 @@
 // The kernel runner's side of an executable: building its program once, laying out a
 // call's memory (the caller's where it can be, staging and scratch where it must), and
-// reading the outputs back. execute() lays out each call; a BoundCall resolves its call
-// once.
+// reading the outputs back. execute() lays out a call, and resolves it when the same call
+// comes again; a BoundCall resolves its call once.
 #include "common/error.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/host_memory.hpp"
@@ -14,6 +14,55 @@ static_assert(compiled::kRunnerAlignment == kHostAlignment,
               "staging and scratch give kernels the alignment the verdict promises them");
 
 using Place = kernels::KernelProgram::Place;
+
+/// The kernel runner's memory in one thread: the scratch its calls through execute() lay
+/// out in, and the last such call, known by what its layout depends on: the executable
+/// and the caller's pointers. A native loop calls one executable over the same memory
+/// again and again: from the second such call in a row, the call is resolved once, as a
+/// bound call's is, and then reused. Only the last call lays out in the scratch, so a
+/// remembered call's memory has not moved.
+struct LastKernelCall {
+  Scratch scratch;
+  uint64_t executable = 0;  // Executable::id_; 0 is none
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::byte* memory = nullptr;  // in `scratch`
+  bool resolved = false;
+  Executable::ResolvedKernelCall call;
+  std::vector<char> in_place;  // per output: whether the kernels write it there
+
+  bool is(uint64_t id, std::span<const void* const> in, std::span<void* const> out) const {
+    // A loop, not std::ranges::equal: its memcmp costs more than a few pointers' compares.
+    if (executable != id) return false;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i] != inputs[i]) return false;
+    }
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (out[j] != outputs[j]) return false;
+    }
+    return true;
+  }
+  void forget() noexcept { executable = 0; }
+  /// Remembers a call laid out now, not resolved (yet); reuses the vectors' capacity.
+  void remember(uint64_t id, std::span<const void* const> in, std::span<void* const> out,
+                std::byte* laid_out_in) {
+    forget();  // until every field is set: a throw leaves no half-remembered call
+    inputs.assign(in.begin(), in.end());
+    outputs.assign(out.begin(), out.end());
+    memory = laid_out_in;
+    resolved = false;
+    executable = id;
+  }
+};
+
+namespace {
+
+LastKernelCall& last_kernel_call() {
+  thread_local LastKernelCall last;
+  return last;
+}
+
+}  // namespace
 
 void Executable::set_judged(compiled::Judged judged, const std::string& forced_pjrt) {
   judged_ = std::move(judged);
@@ -83,6 +132,46 @@ void Executable::lay_out_kernel_call(std::span<const void* const> inputs,
   }
 }
 
+void Executable::execute_kernels(std::span<const void* const> inputs,
+                                 std::span<void* const> outputs, std::span<bool> in_place) const {
+  LastKernelCall& last = last_kernel_call();
+  if (last.is(id_, inputs, outputs)) {
+    if (!last.resolved) resolve_last_call(last);
+    run_resolved(last.call);
+    for (size_t j = 0; j < in_place.size(); ++j) in_place[j] = last.in_place[j] != 0;
+    return;
+  }
+  // The same layout as a BoundCall's, made for this call in this thread's scratch memory.
+  const size_t n_donated = donated_outputs_.size();
+  SmallArray<void*> donors(n_donated);
+  place_donors(inputs, outputs, {donors.data(), n_donated});
+  const size_t bytes = kernel_call_bytes(inputs, {donors.data(), n_donated});
+  last.forget();  // growing the scratch frees the memory the last call was laid out in
+  std::byte* memory = bytes != 0 ? last.scratch.reserve(bytes) : nullptr;
+  last.remember(id_, inputs, outputs, memory);
+  SmallArray<std::byte*> bases(kernels_->places().size());
+  lay_out_kernel_call(inputs, outputs, {donors.data(), n_donated}, memory,
+                      {bases.data(), bases.size()});
+  stage_inputs(inputs, {bases.data(), bases.size()});
+  run_kernels({bases.data(), bases.size()}, outputs, in_place);
+}
+
+void Executable::resolve_last_call(LastKernelCall& last) const {
+  const size_t n_donated = donated_outputs_.size();
+  SmallArray<void*> donors(n_donated);
+  place_donors(last.inputs, last.outputs, {donors.data(), n_donated});
+  SmallArray<std::byte*> bases(kernels_->places().size());
+  lay_out_kernel_call(last.inputs, last.outputs, {donors.data(), n_donated}, last.memory,
+                      {bases.data(), bases.size()});
+  resolve_kernel_call(last.inputs, last.outputs, {bases.data(), bases.size()}, last.call);
+  std::span<const compiled::Slice> slices = kernels_->outputs();
+  last.in_place.resize(last.outputs.size());
+  for (size_t j = 0; j < last.outputs.size(); ++j) {
+    last.in_place[j] = bases[slices[j].allocation] + slices[j].offset == last.outputs[j];
+  }
+  last.resolved = true;
+}
+
 void Executable::stage_inputs(std::span<const void* const> inputs,
                               std::span<std::byte* const> bases) const noexcept {
   std::span<const Place> places = kernels_->places();
@@ -93,10 +182,13 @@ void Executable::stage_inputs(std::span<const void* const> inputs,
   }
 }
 
-Executable::ResolvedKernelCall Executable::resolve_kernel_call(
-    std::span<const void* const> inputs, std::span<void* const> outputs,
-    std::span<std::byte* const> bases) const {
-  ResolvedKernelCall call{kernels_->resolve(bases.data()), {}, {}};
+void Executable::resolve_kernel_call(std::span<const void* const> inputs,
+                                     std::span<void* const> outputs,
+                                     std::span<std::byte* const> bases,
+                                     ResolvedKernelCall& call) const {
+  kernels_->resolve(bases.data(), call.slices);
+  call.inputs_staged.clear();
+  call.outputs_copied.clear();
   std::span<const Place> places = kernels_->places();
   for (size_t a = 0; a < places.size(); ++a) {
     if (places[a].from != Place::From::Input) continue;
@@ -112,7 +204,6 @@ Executable::ResolvedKernelCall Executable::resolve_kernel_call(
       call.outputs_copied.push_back({result, outputs[j], output_bytes_[j]});
     }
   }
-  return call;
 }
 
 void Executable::run_resolved(const ResolvedKernelCall& call) const {

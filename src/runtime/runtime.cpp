@@ -73,9 +73,9 @@ std::pair<std::unique_ptr<Runtime::Opened>, PluginFacts> Runtime::open_client(
 
 std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plugin,
                                          const std::vector<pjrt::NamedValue>& options) {
-  auto runtime = std::make_shared<Runtime>(Key{}, plugin->path(), options);
+  std::string path = plugin->path();
   auto [open, facts] = open_client(std::move(plugin), options);
-  runtime->facts_ = std::move(facts);
+  auto runtime = std::make_shared<Runtime>(Key{}, std::move(path), options, std::move(facts));
   runtime->open_ = std::move(open);
   runtime->opened_.store(runtime->open_.get(), std::memory_order_release);
   return runtime;
@@ -84,8 +84,8 @@ std::shared_ptr<Runtime> Runtime::create(std::shared_ptr<const pjrt::Plugin> plu
 std::shared_ptr<Runtime> Runtime::create_deferred(std::string path, PluginFacts facts,
                                                   std::vector<pjrt::NamedValue> options,
                                                   OnOpen on_open) {
-  auto runtime = std::make_shared<Runtime>(Key{}, std::move(path), std::move(options));
-  runtime->facts_ = std::move(facts);
+  auto runtime = std::make_shared<Runtime>(Key{}, std::move(path), std::move(options),
+                                           std::move(facts));
   runtime->on_open_ = std::move(on_open);
   return runtime;
 }

@@ -64,7 +64,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// How many devices the client addresses (opens the plugin if deferred).
   size_t device_count() const { return opened().device_count; }
   /// Whether device buffers live in host memory, so inputs can alias it (the CPU).
-  bool host_is_device() const noexcept { return facts_.platform == "cpu"; }
+  bool host_is_device() const noexcept { return host_is_device_; }
 
   /// `compile_options` (a serialized CompileOptionsProto) as this runtime compiles the
   /// StableHLO `code` with them: after the compile defaults of its platform that apply to
@@ -91,8 +91,11 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   struct Key {};
 
  public:
-  Runtime(Key, std::string path, std::vector<pjrt::NamedValue> options)
-      : path_(std::move(path)), options_(std::move(options)) {}
+  Runtime(Key, std::string path, std::vector<pjrt::NamedValue> options, PluginFacts facts)
+      : path_(std::move(path)),
+        options_(std::move(options)),
+        facts_(std::move(facts)),
+        host_is_device_(facts_.platform == "cpu") {}
   // Shared through shared_ptr only (and so never moved by the bindings).
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -120,7 +123,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
 
   std::string path_;
   std::vector<pjrt::NamedValue> options_;
-  PluginFacts facts_;  // set before the runtime is shared, never changed after
+  const PluginFacts facts_;
+  const bool host_is_device_;  // asked on every call: kept, not compared each time
   OnOpen on_open_;
   // Written once, under open_mutex_, before opened_ is published; then only read.
   mutable std::mutex open_mutex_;

@@ -126,6 +126,11 @@ class Executable:
         #: run's calls: the core checks the arrays on every call (cheaply, building no
         #: text) and keeps the buffers of inputs that come back at the same address.
         self._call = _core._CachedRun(native)
+        #: Whether run without `out` makes its outputs in the core (`_CachedRun.run_new`,
+        #: one call from Python): where NumPy makes them all and none needs a view.
+        self._new_in_core = self._small and not self._any_view
+        if self._new_in_core:
+            self._call.make_outputs_with(np.empty, self._out_shapes, self._out_dtypes)
 
     @property
     def handle(self) -> int:
@@ -208,6 +213,14 @@ class Executable:
         thread of its own and used once ready, in a process that has imported JAX (see
         "Large arrays" in the Python guide).
         """
+        if out is None and self._new_in_core:
+            made = self._call.run_new(arrays)
+            if made.__class__ is tuple:  # it ran: the common case, checked first
+                return made
+            if made is not None:  # it ran, and asks for the variant
+                self._variant_wanted()
+                return tuple(made)
+            # Refused: the inputs are converted (or refused, saying why) below.
         if out is None:
             if self._small:
                 outputs = list(map(np.empty, self._out_shapes, self._out_dtypes))
@@ -230,10 +243,8 @@ class Executable:
                     raise RuntimeError(
                         "internal error in cyxla: the core refused arguments that run() checked"
                     )
-            if outcome == _ASKS_FOR_VARIANT and "jax" in sys.modules:
-                # The variant is written with jaxlib's MLIR (cyxla._program.in_place_variant):
-                # a process that has not imported JAX keeps copying rather than import it.
-                self._start_variant_compile()
+            if outcome == _ASKS_FOR_VARIANT:
+                self._variant_wanted()
         if out is not None:
             return tuple(out)
         if self._any_view:
@@ -241,6 +252,13 @@ class Executable:
                 o if d is None else o.view(d) for o, d in zip(outputs, self._views, strict=True)
             )
         return tuple(outputs)
+
+    def _variant_wanted(self) -> None:
+        """A call asked for the variant that reads its large unaligned inputs in place."""
+        if "jax" in sys.modules:
+            # The variant is written with jaxlib's MLIR (cyxla._program.in_place_variant):
+            # a process that has not imported JAX keeps copying rather than import it.
+            self._start_variant_compile()
 
     def bind(
         self, inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None
