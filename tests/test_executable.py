@@ -319,6 +319,18 @@ def _check(result: tuple[np.ndarray, ...], x: np.ndarray) -> None:
 def test_run_returns_large_outputs_aligned_and_reuses_their_memory_once_freed(
     large: cx.Executable,
 ) -> None:
+    # Earlier tests' garbage, collected during this one, would give blocks back to the
+    # kept ones, which a call here would then take (the newest first): collected first,
+    # and the collector kept off.
+    gc.collect()
+    gc.disable()
+    try:
+        _check_reuse(large)
+    finally:
+        gc.enable()
+
+
+def _check_reuse(large: cx.Executable) -> None:
     rng = np.random.default_rng(0)
     x1, x2, x3 = (rng.standard_normal(1 << 16, dtype=np.float32) for _ in range(3))
     r1 = large.run([x1])
@@ -337,6 +349,28 @@ def test_run_returns_large_outputs_aligned_and_reuses_their_memory_once_freed(
     assert {a.ctypes.data for a in r3[:2]} <= freed | (held - {view.base.ctypes.data})
     assert view.base.ctypes.data not in {a.ctypes.data for a in r3[:2]}
     np.testing.assert_array_equal(view, x2[10:20] * 2 + 1)
+
+
+def test_large_outputs_are_reused_after_other_sizes_filled_the_kept_blocks(
+    large: cx.Executable,
+) -> None:
+    """The kept blocks make room for a block handed back by freeing the oldest: a process
+    that once made outputs of other sizes still reuses the memory of the ones it makes now.
+    (They used to be kept only while there was room, so eight stale sizes stopped all reuse.)"""
+    gc.collect()
+    gc.disable()
+    try:
+        stale = [_core._recycled_bytes((1 << 17) + 64 * (k + 1)) for k in range(8)]
+        del stale  # eight sizes no call here asks for, kept
+        x = np.ones(1 << 16, np.float32)
+        r1 = large.run([x])
+        freed = {a.ctypes.data for a in r1[:2]}
+        del r1
+        r2 = large.run([x])
+        assert {a.ctypes.data for a in r2[:2]} == freed
+        _check(r2, x)
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize(

@@ -214,7 +214,11 @@ nb::object CachedRun::run_new(nb::handle inputs) {
     PyObject* args[2] = {empty_args_[2 * j].ptr(), empty_args_[2 * j + 1].ptr()};
     PyObject* array = PyObject_Vectorcall(empty_.ptr(), args, 2, nullptr);
     if (array == nullptr) throw nb::python_error();
-    PyTuple_SET_ITEM(outputs.ptr(), static_cast<Py_ssize_t>(j), array);  // steals
+    // Steals `array`, even when it fails. PyTuple_SetItem, not the macro: the stable ABI
+    // (the abi3 wheel) has only the function.
+    if (PyTuple_SetItem(outputs.ptr(), static_cast<Py_ssize_t>(j), array) != 0) {
+      throw nb::python_error();
+    }
   }
   switch (call(inputs, outputs, false)) {
     case kRan: return outputs;

@@ -35,10 +35,11 @@ class Kept {
     const size_t capacity = round_up(bytes);
     {
       std::lock_guard lock(mutex_);
-      for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+      // The newest first: the one a loop's previous call gave back, warm in the cache.
+      for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
         if (it->capacity == capacity) {
           Block block = std::move(*it);
-          blocks_.erase(it);
+          blocks_.erase(std::next(it).base());
           kept_bytes_ -= capacity;
           return block;
         }
@@ -51,12 +52,17 @@ class Kept {
   }
 
   void give_back(Block block) noexcept {
+    if (block.capacity > kKeptBytes) return;  // freed here
     std::lock_guard lock(mutex_);
-    if (blocks_.size() < kKeptBlocks && kept_bytes_ + block.capacity <= kKeptBytes) {
-      kept_bytes_ += block.capacity;
-      blocks_.push_back(std::move(block));  // capacity reserved: does not allocate
+    // Room is made by freeing the oldest blocks: sizes a process stopped asking for must
+    // not keep the ones it asks for now from being kept.
+    while (blocks_.size() == kKeptBlocks || kept_bytes_ + block.capacity > kKeptBytes) {
+      kept_bytes_ -= blocks_.front().capacity;
+      blocks_.erase(blocks_.begin());
     }
-  }  // otherwise `block` is freed here
+    kept_bytes_ += block.capacity;
+    blocks_.push_back(std::move(block));  // capacity reserved: does not allocate
+  }
 
  private:
   std::mutex mutex_;

@@ -12,7 +12,7 @@ namespace cyxla::python {
 /// the next call for the same size reuses it: freshly mapped memory costs a page fault per
 /// 4 KiB page when first written, which glibc's malloc would pay on every call for large
 /// outputs (it unmaps or trims them when they are freed). At most kKeptBlocks blocks and
-/// kKeptBytes bytes are kept; anything beyond is freed at once.
+/// kKeptBytes bytes are kept: a block handed back takes the place of the oldest ones.
 nanobind::object recycled_bytes(size_t bytes);
 
 inline constexpr size_t kKeptBlocks = 8;

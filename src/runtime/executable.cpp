@@ -30,11 +30,6 @@ std::vector<TensorSpec> output_specs(const pjrt::Plugin& plugin, PJRT_Executable
     specs[i].type = types.output_types[i];
     specs[i].dims.assign(next, next + dims.dim_sizes[i]);
     next += dims.dim_sizes[i];
-    if (element_size(specs[i].type) == 0) {
-      throw Error(ErrorKind::TypeMismatch, "output " + std::to_string(i) + " has element type " +
-                                               std::string(element_type_name(specs[i].type)) +
-                                               ", which cyxla does not support");
-    }
   }
   return specs;
 }
@@ -84,12 +79,6 @@ Executable::Executable(std::shared_ptr<const Runtime> runtime,
       outputs_(std::move(outputs)),
       donated_outputs_(std::move(donated_outputs)) {
   set_input_bytes();
-  for (size_t j = 0; j < outputs_.size(); ++j) {
-    if (element_size(outputs_[j].type) == 0) {
-      throw Error(ErrorKind::TypeMismatch, "output " + std::to_string(j) +
-                                               " has an element type cyxla does not support");
-    }
-  }
   set_output_bytes();
 }
 
@@ -104,7 +93,14 @@ void Executable::set_input_bytes() {
 }
 
 void Executable::set_output_bytes() {
-  for (const TensorSpec& spec : outputs_) output_bytes_.push_back(spec.bytes());
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    if (element_size(outputs_[j].type) == 0) {
+      throw Error(ErrorKind::TypeMismatch, "output " + std::to_string(j) + " has element type " +
+                                               std::string(element_type_name(outputs_[j].type)) +
+                                               ", which cyxla does not support");
+    }
+    output_bytes_.push_back(outputs_[j].bytes());
+  }
   std::vector<bool> seen(outputs_.size());
   for (size_t j : donated_outputs_) {
     if (j >= outputs_.size() || seen[j]) {

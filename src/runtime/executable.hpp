@@ -169,6 +169,8 @@ class Executable {
                            PJRT_HostBufferSemantics on_host) const;
 
   PJRT_LoadedExecutable* deserialize_deferred() const;
+  /// Each spec's bytes, once (input_bytes_, output_bytes_); TypeMismatch for an element
+  /// type cyxla does not support. set_output_bytes also checks donated_outputs_.
   void set_input_bytes();
   void set_output_bytes();
 
