@@ -6,10 +6,12 @@
 
 The CPU plugin makes about 46 heap allocations per execute (its buffers, events and the
 execution's bookkeeping) through the process's malloc, so the allocator is part of every
-call. For each allocator below, a fresh interpreter runs `python -m cyxla bench` on the
-native path and the floor (sin3, mlp64, ew1m), timed by default by the process's CPU
-time, which the other processes of a busy machine do not inflate (but which counts the
-plugin's worker threads, spinning included: ew1m runs on them). Repeats are interleaved:
+call through PJRT's executor; the children run with CYXLA_RUNNER=pjrt (a program on the
+kernel runner makes no allocation per call). For each allocator below, a fresh
+interpreter runs `python -m cyxla bench` on the native path and the floor (sin3, mlp64,
+ew1m), timed by default by the process's CPU time, which the other processes of a busy
+machine do not inflate (but which counts the plugin's worker threads, spinning included:
+ew1m runs on them). Repeats are interleaved:
 every allocator runs once per repeat, in a shuffled order, and each allocator's ratio to
 glibc's defaults is taken within a repeat, then its median and interquartile range over
 repeats printed.
@@ -117,7 +119,9 @@ ALLOCATORS = (
 
 
 def _environment(allocator: Allocator) -> dict[str, str]:
-    return {**os.environ, **allocator.environment}
+    # On PJRT's executor, whose allocations are what is measured: a program on the kernel
+    # runner allocates nothing per call.
+    return {**os.environ, "CYXLA_RUNNER": "pjrt", **allocator.environment}
 
 
 def _available(allocator: Allocator) -> bool:
