@@ -33,7 +33,9 @@ struct LastKernelCall {
 
   bool is(uint64_t id, std::span<const void* const> in, std::span<void* const> out) const {
     // A loop, not std::ranges::equal: its memcmp costs more than a few pointers' compares.
-    if (executable != id) return false;
+    if (executable != id || in.size() != inputs.size() || out.size() != outputs.size()) {
+      return false;
+    }
     for (size_t i = 0; i < in.size(); ++i) {
       if (in[i] != inputs[i]) return false;
     }
