@@ -4,7 +4,6 @@
 #include "kernels/kernel_program.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -19,9 +18,6 @@ namespace cyxla::kernels {
 namespace {
 
 using compiled::Slice;
-
-/// The most arguments a kernel call takes: its frame lives on the stack.
-constexpr size_t kMaxKernelArgs = 256;
 
 [[noreturn]] void refuse(const std::string& why) {
   throw Error(ErrorKind::Pjrt, "cyxla's kernel runner cannot run it: " + why);
@@ -84,10 +80,6 @@ KernelProgram::Sequence steps_of(const compiled::ThunkSequence& thunks, const Lo
                       {kernel->workgroups[0], kernel->workgroups[1], kernel->workgroups[2]},
                       kernel->arguments, slices};
       step.args.insert(step.args.end(), kernel->results.begin(), kernel->results.end());
-      if (step.args.size() > kMaxKernelArgs) {
-        refuse("its kernel '" + kernel->name + "' takes " + std::to_string(step.args.size()) +
-               " arguments, more than " + std::to_string(kMaxKernelArgs));
-      }
       slices += step.args.size();
       out.steps.emplace_back(std::move(step));
     } else if (const auto* copy = std::get_if<compiled::CopyThunk>(&thunk.body)) {
@@ -127,25 +119,8 @@ KernelProgram::Sequence steps_of(const compiled::ThunkSequence& thunks, const Lo
   throw Error(ErrorKind::Pjrt, "the kernel '" + step.name + "' reported an error");
 }
 
-/// Where a call's steps find their memory: by slice, over the allocations' bases laid out
-/// for this call (execute)...
-struct OverBases {
-  std::byte* const* bases;
-  std::byte* address(const Slice& slice, size_t /*number*/) const noexcept {
-    return at(bases, slice);
-  }
-  void call(const KernelStep& step) const {
-    std::array<KernelArg, kMaxKernelArgs> args;
-    for (size_t i = 0; i < step.args.size(); ++i) {
-      args[i] = {at(bases, step.args[i]), step.args[i].size};
-    }
-    if (!call_over_workgroups(step.function, step.workgroups, args.data(), step.args.size())) {
-      failed(step);
-    }
-  }
-};
-
-/// ...or by number, from the addresses a bound call resolved once (KernelProgram::resolve).
+/// Where a call's steps find their memory: by number, from the addresses resolved once for
+/// the call's memory (KernelProgram::resolve). A kernel gets its arguments where they lie.
 struct Resolved {
   const KernelArg* slices;
   std::byte* address(const Slice& /*slice*/, size_t number) const noexcept {
@@ -159,11 +134,9 @@ struct Resolved {
   }
 };
 
-template <class Memory>
-void run_sequence(const KernelProgram::Sequence& sequence, const Memory& memory);
+void run_sequence(const KernelProgram::Sequence& sequence, const Resolved& memory);
 
-template <class Memory>
-void run_step(const Step& step, const Memory& memory) {
+void run_step(const Step& step, const Resolved& memory) {
   if (const auto* kernel = std::get_if<KernelStep>(&step)) {
     memory.call(*kernel);
   } else if (const auto* copy = std::get_if<CopyStep>(&step)) {
@@ -202,8 +175,7 @@ void run_step(const Step& step, const Memory& memory) {
   }
 }
 
-template <class Memory>
-void run_sequence(const KernelProgram::Sequence& sequence, const Memory& memory) {
+void run_sequence(const KernelProgram::Sequence& sequence, const Resolved& memory) {
   for (const Step& step : sequence.steps) run_step(step, memory);
 }
 
@@ -327,8 +299,6 @@ KernelProgram::KernelProgram(const compiled::CompiledForm& form, const ProgramSh
 }
 
 KernelProgram::~KernelProgram() = default;
-
-void KernelProgram::run(std::byte* const* bases) const { run_sequence(*steps_, OverBases{bases}); }
 
 void KernelProgram::resolve(std::byte* const* bases, std::vector<KernelArg>& slices) const {
   slices.resize(slice_count_);

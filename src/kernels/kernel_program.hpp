@@ -60,17 +60,13 @@ class KernelProgram {
   /// kernels: one block for every call, each at a kRunnerAlignment-aligned offset.
   std::byte* constants() const noexcept { return constants_.get(); }
 
-  /// Runs the thunks; `bases[a]` is allocation a's memory (kRunnerAlignment-aligned; an
-  /// input's is only read). Allocates nothing. Safe from many threads at once over
-  /// distinct scratch. Throws cyxla::Error (Pjrt) when a kernel reports an error.
-  void run(std::byte* const* bases) const;
-
-  /// Every address the steps read or write, over the allocations `bases` (as run()
-  /// takes them), into `slices` (resized, its capacity reused): what a call that keeps
-  /// its memory (a bound call) resolves once.
+  /// Every address the steps read or write, over the allocations `bases` (`bases[a]` is
+  /// allocation a's memory, kRunnerAlignment-aligned; an input's is only read), into
+  /// `slices` (resized, its capacity reused): what a call resolves once for its memory.
   void resolve(std::byte* const* bases, std::vector<KernelArg>& slices) const;
-  /// Runs the thunks over addresses resolve() gave; as run() otherwise. A kernel gets
-  /// its arguments where they lie, so a call reads no slice.
+  /// Runs the thunks over addresses resolve() gave: a kernel gets its arguments where they
+  /// lie. Allocates nothing. Safe from many threads at once over distinct memory. Throws
+  /// cyxla::Error (Pjrt) when a kernel reports an error.
   void run(const std::vector<KernelArg>& resolved) const;
 
   struct Sequence;  // the resolved thunks (kernel_program.cpp)

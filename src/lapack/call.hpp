@@ -58,19 +58,25 @@ template <typename T>
 inline constexpr bool is_complex = Element<T>::dtype == xla_ffi::kDataTypeC64 ||
                                    Element<T>::dtype == xla_ffi::kDataTypeC128;
 
-/// Whether every one of `count` values is finite. geev and the SVDs give LAPACK no matrix
-/// with a value that is not: it gets info -4 instead (geev as jaxlib's; the SVDs because
-/// LAPACK's bidiagonal QR iteration, sbdsqr, never ends on one, in jaxlib too).
+/// Whether the `count` values of a matrix hold one that is not finite, which then gets
+/// `*info` -4 instead of a call of LAPACK. geev and the SVDs ask: geev as jaxlib's does,
+/// the SVDs because LAPACK's bidiagonal QR iteration, sbdsqr, never ends on such a
+/// matrix (in jaxlib too).
 template <typename T>
-bool all_finite(const T* data, int64_t count) {
+bool refused_not_finite(const T* data, int64_t count, lapack_int* info) {
   for (int64_t i = 0; i < count; ++i) {
+    bool finite;
     if constexpr (is_complex<T>) {
-      if (!std::isfinite(data[i].real()) || !std::isfinite(data[i].imag())) return false;
+      finite = std::isfinite(data[i].real()) && std::isfinite(data[i].imag());
     } else {
-      if (!std::isfinite(data[i])) return false;
+      finite = std::isfinite(data[i]);
+    }
+    if (!finite) {
+      *info = -4;
+      return true;
     }
   }
-  return true;
+  return false;
 }
 
 /// An operand or result: its memory and dimensions, as XLA passed them.

@@ -101,10 +101,7 @@ xla_ffi::Error* geev(xla_ffi::CallFrame* frame) noexcept {
       auto* w = static_cast<T*>(values[0].data);
       for (int64_t i = 0; i < m.batch; ++i) {
         std::copy_n(in + i * size, size, a.get());
-        if (!all_finite(a.get(), size)) {
-          infos[i] = -4;
-          continue;
-        }
+        if (refused_not_finite(a.get(), size, infos + i)) continue;
         fn(&jobvl, &jobvr, &n, a.get(), &lda, w + i * n, lefts + i * size, &lda,
            rights + i * size, &lda, work.get(), &lwork, rwork.get(), infos + i, 1, 1);
       }
@@ -115,10 +112,7 @@ xla_ffi::Error* geev(xla_ffi::CallFrame* frame) noexcept {
       const auto packed_right = workspace<T>(size);
       for (int64_t i = 0; i < m.batch; ++i) {
         std::copy_n(in + i * size, size, a.get());
-        if (!all_finite(a.get(), size)) {
-          infos[i] = -4;
-          continue;
-        }
+        if (refused_not_finite(a.get(), size, infos + i)) continue;
         fn(&jobvl, &jobvr, &n, a.get(), &lda, wr + i * n, wi + i * n, packed_left.get(), &lda,
            packed_right.get(), &lda, work.get(), &lwork, infos + i, 1, 1);
         if (infos[i] != 0) continue;

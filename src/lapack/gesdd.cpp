@@ -65,20 +65,14 @@ xla_ffi::Error* gesdd(xla_ffi::CallFrame* frame) noexcept {
                                                    2 * big * kk + 2 * kk * kk + kk);
       const auto rwork = workspace<R>(rsize);
       for (int64_t i = 0; i < m.batch; ++i) {
-        if (!all_finite(a + i * m.size(), m.size())) {
-          infos[i] = -4;
-          continue;
-        }
+        if (refused_not_finite(a + i * m.size(), m.size(), infos + i)) continue;
         fn(&mode, &m.rows, &m.cols, a + i * m.size(), &lda, values + i * k, us + i * u_step,
            &ldu, vts + i * vt_step, &ldvt, work.get(), &lwork, rwork.get(), iwork.get(),
            infos + i, 1);
       }
     } else {
       for (int64_t i = 0; i < m.batch; ++i) {
-        if (!all_finite(a + i * m.size(), m.size())) {
-          infos[i] = -4;
-          continue;
-        }
+        if (refused_not_finite(a + i * m.size(), m.size(), infos + i)) continue;
         fn(&mode, &m.rows, &m.cols, a + i * m.size(), &lda, values + i * k, us + i * u_step,
            &ldu, vts + i * vt_step, &ldvt, work.get(), &lwork, iwork.get(), infos + i, 1);
       }

@@ -52,10 +52,7 @@ xla_ffi::Error* gesvd(xla_ffi::CallFrame* frame) noexcept {
     const int64_t u_step = mode == 'N' ? 0 : mu.size();
     const int64_t vt_step = mode == 'N' ? 0 : mvt.size();
     for (int64_t i = 0; i < m.batch; ++i) {
-      if (!all_finite(a + i * m.size(), m.size())) {
-        infos[i] = -4;
-        continue;
-      }
+      if (refused_not_finite(a + i * m.size(), m.size(), infos + i)) continue;
       if constexpr (is_complex<T>) {
         fn(&mode, &mode, &m.rows, &m.cols, a + i * m.size(), &lda, values + i * k,
            us + i * u_step, &ldu, vts + i * vt_step, &ldvt, work.get(), &lwork, rwork.get(),

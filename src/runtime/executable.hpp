@@ -107,7 +107,7 @@ class Executable {
                            std::span<void* const> donors) const noexcept;
   /// Lays out a kernel-runner call in `memory` (kernel_call_bytes() of aligned memory):
   /// `bases` receives each allocation's address. An aligned input is its own memory; an
-  /// unaligned one gets staging there, into which the caller copies it (stage_inputs); a
+  /// unaligned one gets staging there, into which the call copies it (run_resolved); a
   /// donated output goes to `donors` (place_donors) or staging; an output that may be
   /// placed straight in the caller's memory (aligned, overlapping nothing) is.
   void lay_out_kernel_call(std::span<const void* const> inputs, std::span<void* const> outputs,
@@ -120,6 +120,7 @@ class Executable {
     std::vector<kernels::KernelArg> slices;  // KernelProgram::resolve
     std::vector<HostCopy> inputs_staged;     // unaligned inputs into their staging
     std::vector<HostCopy> outputs_copied;    // outputs not written in place
+    std::vector<char> in_place;              // per output: whether the kernels write it there
   };
   /// The call laid out by lay_out_kernel_call in `bases`, over `inputs` and `outputs`,
   /// into `call` (its vectors' capacity reused).
@@ -149,19 +150,12 @@ class Executable {
  private:
   void execute_kernels(std::span<const void* const> inputs, std::span<void* const> outputs,
                        std::span<bool> in_place) const;
-  /// Resolves the call `last` remembers (kernel_calls.cpp), which is this executable's.
-  void resolve_last_call(LastKernelCall& last) const;
-  /// execute() on PJRT. Apart, so that a kernel-runner call does not set up its frame.
-  [[gnu::noinline]] void execute_pjrt(std::span<const void* const> inputs,
-                                      std::span<void* const> outputs,
-                                      std::span<bool> in_place) const;
-  /// Copies the inputs that lay_out_kernel_call staged into their staging.
-  void stage_inputs(std::span<const void* const> inputs,
-                    std::span<std::byte* const> bases) const noexcept;
-  /// Runs the kernel runner's program over `bases` and copies each output that was not
-  /// written in place into `outputs`; `in_place`, when not empty, says which were.
-  void run_kernels(std::span<std::byte* const> bases, std::span<void* const> outputs,
-                   std::span<bool> in_place) const;
+  /// Lays out and resolves a call over `inputs` and `outputs` in the thread's scratch, as
+  /// the call `last` remembers (kernel_calls.cpp).
+  void lay_out_in_thread(std::span<const void* const> inputs, std::span<void* const> outputs,
+                         LastKernelCall& last) const;
+  void execute_pjrt(std::span<const void* const> inputs, std::span<void* const> outputs,
+                    std::span<bool> in_place) const;
   bool writable_in_place(size_t output, const void* data, std::span<const void* const> inputs,
                          std::span<void* const> outputs) const noexcept;
   /// A buffer of `spec` over `data`: with `on_host` semantics on the CPU, a copy elsewhere.

@@ -1,7 +1,7 @@
 // The kernel runner's side of an executable: building its program once, laying out a
 // call's memory (the caller's where it can be, staging and scratch where it must), and
-// reading the outputs back. execute() lays out a call, and resolves it when the same call
-// comes again; a BoundCall resolves its call once.
+// reading the outputs back. A call is resolved once for the memory it runs over: a
+// BoundCall's at bind, execute()'s when a thread's call differs from its last.
 #include "common/error.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/host_memory.hpp"
@@ -15,21 +15,18 @@ static_assert(compiled::kRunnerAlignment == kHostAlignment,
 
 using Place = kernels::KernelProgram::Place;
 
-/// The kernel runner's memory in one thread: the scratch its calls through execute() lay
-/// out in, and the last such call, known by what its layout depends on: the executable
-/// and the caller's pointers. A native loop calls one executable over the same memory
-/// again and again: from the second such call in a row, the call is resolved once, as a
-/// bound call's is, and then reused. Only the last call lays out in the scratch, so a
-/// remembered call's memory has not moved.
+/// The kernel runner's memory in one thread: the scratch that its calls through execute()
+/// lay out in, and the last such call, resolved (as a bound call's is) and known by what
+/// its layout depends on: the executable and the caller's pointers. A native loop calls one
+/// executable over the same memory again and again, and each call after the first runs
+/// the last one's resolution. Only the last call lays out in the scratch, so a remembered
+/// call's memory has not moved.
 struct LastKernelCall {
   Scratch scratch;
   uint64_t executable = 0;  // Executable::id_; 0 is none
   std::vector<const void*> inputs;
   std::vector<void*> outputs;
-  std::byte* memory = nullptr;  // in `scratch`
-  bool resolved = false;
   Executable::ResolvedKernelCall call;
-  std::vector<char> in_place;  // per output: whether the kernels write it there
 
   bool is(uint64_t id, std::span<const void* const> in, std::span<void* const> out) const {
     // A loop, not std::ranges::equal: its memcmp costs more than a few pointers' compares.
@@ -43,17 +40,6 @@ struct LastKernelCall {
       if (out[j] != outputs[j]) return false;
     }
     return true;
-  }
-  void forget() noexcept { executable = 0; }
-  /// Remembers a call laid out now, not resolved (yet); reuses the vectors' capacity.
-  void remember(uint64_t id, std::span<const void* const> in, std::span<void* const> out,
-                std::byte* laid_out_in) {
-    forget();  // until every field is set: a throw leaves no half-remembered call
-    inputs.assign(in.begin(), in.end());
-    outputs.assign(out.begin(), out.end());
-    memory = laid_out_in;
-    resolved = false;
-    executable = id;
   }
 };
 
@@ -137,51 +123,29 @@ void Executable::lay_out_kernel_call(std::span<const void* const> inputs,
 void Executable::execute_kernels(std::span<const void* const> inputs,
                                  std::span<void* const> outputs, std::span<bool> in_place) const {
   LastKernelCall& last = last_kernel_call();
-  if (last.is(id_, inputs, outputs)) {
-    if (!last.resolved) resolve_last_call(last);
-    run_resolved(last.call);
-    for (size_t j = 0; j < in_place.size(); ++j) in_place[j] = last.in_place[j] != 0;
-    return;
-  }
-  // The same layout as a BoundCall's, made for this call in this thread's scratch memory.
+  if (!last.is(id_, inputs, outputs)) lay_out_in_thread(inputs, outputs, last);
+  run_resolved(last.call);
+  for (size_t j = 0; j < in_place.size(); ++j) in_place[j] = last.call.in_place[j] != 0;
+}
+
+void Executable::lay_out_in_thread(std::span<const void* const> inputs,
+                                   std::span<void* const> outputs, LastKernelCall& last) const {
+  // The same layout as a BoundCall's, in this thread's scratch memory.
   const size_t n_donated = donated_outputs_.size();
   SmallArray<void*> donors(n_donated);
   place_donors(inputs, outputs, {donors.data(), n_donated});
   const size_t bytes = kernel_call_bytes(inputs, {donors.data(), n_donated});
-  last.forget();  // growing the scratch frees the memory the last call was laid out in
+  // Until it is laid out again, the call remembered is none: growing the scratch frees
+  // the memory the last call was laid out in, and a throw may leave it half resolved.
+  last.executable = 0;
   std::byte* memory = bytes != 0 ? last.scratch.reserve(bytes) : nullptr;
-  last.remember(id_, inputs, outputs, memory);
   SmallArray<std::byte*> bases(kernels_->places().size());
   lay_out_kernel_call(inputs, outputs, {donors.data(), n_donated}, memory,
                       {bases.data(), bases.size()});
-  stage_inputs(inputs, {bases.data(), bases.size()});
-  run_kernels({bases.data(), bases.size()}, outputs, in_place);
-}
-
-void Executable::resolve_last_call(LastKernelCall& last) const {
-  const size_t n_donated = donated_outputs_.size();
-  SmallArray<void*> donors(n_donated);
-  place_donors(last.inputs, last.outputs, {donors.data(), n_donated});
-  SmallArray<std::byte*> bases(kernels_->places().size());
-  lay_out_kernel_call(last.inputs, last.outputs, {donors.data(), n_donated}, last.memory,
-                      {bases.data(), bases.size()});
-  resolve_kernel_call(last.inputs, last.outputs, {bases.data(), bases.size()}, last.call);
-  std::span<const compiled::Slice> slices = kernels_->outputs();
-  last.in_place.resize(last.outputs.size());
-  for (size_t j = 0; j < last.outputs.size(); ++j) {
-    last.in_place[j] = bases[slices[j].allocation] + slices[j].offset == last.outputs[j];
-  }
-  last.resolved = true;
-}
-
-void Executable::stage_inputs(std::span<const void* const> inputs,
-                              std::span<std::byte* const> bases) const noexcept {
-  std::span<const Place> places = kernels_->places();
-  for (size_t a = 0; a < places.size(); ++a) {
-    if (places[a].from != Place::From::Input) continue;
-    const size_t i = places[a].index;
-    if (bases[a] != inputs[i]) shared_copy(bases[a], inputs[i], input_bytes_[i]);
-  }
+  resolve_kernel_call(inputs, outputs, {bases.data(), bases.size()}, last.call);
+  last.inputs.assign(inputs.begin(), inputs.end());  // capacity reused: no allocation
+  last.outputs.assign(outputs.begin(), outputs.end());
+  last.executable = id_;
 }
 
 void Executable::resolve_kernel_call(std::span<const void* const> inputs,
@@ -191,6 +155,7 @@ void Executable::resolve_kernel_call(std::span<const void* const> inputs,
   kernels_->resolve(bases.data(), call.slices);
   call.inputs_staged.clear();
   call.outputs_copied.clear();
+  call.in_place.assign(outputs.size(), 0);
   std::span<const Place> places = kernels_->places();
   for (size_t a = 0; a < places.size(); ++a) {
     if (places[a].from != Place::From::Input) continue;
@@ -202,6 +167,7 @@ void Executable::resolve_kernel_call(std::span<const void* const> inputs,
   std::span<const compiled::Slice> slices = kernels_->outputs();
   for (size_t j = 0; j < outputs.size(); ++j) {
     const std::byte* result = bases[slices[j].allocation] + slices[j].offset;
+    call.in_place[j] = result == outputs[j];
     if (result != outputs[j] && output_bytes_[j] != 0) {
       call.outputs_copied.push_back({result, outputs[j], output_bytes_[j]});
     }
@@ -212,18 +178,6 @@ void Executable::run_resolved(const ResolvedKernelCall& call) const {
   for (const HostCopy& copy : call.inputs_staged) copy.run();
   kernels_->run(call.slices);
   for (const HostCopy& copy : call.outputs_copied) copy.run();
-}
-
-void Executable::run_kernels(std::span<std::byte* const> bases, std::span<void* const> outputs,
-                             std::span<bool> in_place) const {
-  kernels_->run(bases.data());
-  std::span<const compiled::Slice> slices = kernels_->outputs();
-  for (size_t j = 0; j < outputs.size(); ++j) {
-    const std::byte* result = bases[slices[j].allocation] + slices[j].offset;
-    const bool there = result == outputs[j];
-    if (!in_place.empty()) in_place[j] = there;
-    if (!there && output_bytes_[j] != 0) shared_copy(outputs[j], result, output_bytes_[j]);
-  }
 }
 
 }  // namespace cyxla

@@ -14,6 +14,7 @@ from typing import Any
 
 from cyxla import _core
 from cyxla._errors import PluginVersionError, VersionSkewWarning
+from cyxla._ffi.headers import header_ffi_version
 
 __all__ = [
     "TESTED_PAIRINGS",
@@ -109,8 +110,6 @@ def jaxlib_ffi_version() -> tuple[int, int] | None:
     """XLA_FFI_API_MAJOR.MINOR of the FFI headers jaxlib ships (and builds its handlers
     with), or None when jaxlib ships none."""
     import jax.ffi  # the public module; JAX is imported by now (see jaxlib_stablehlo_version)
-
-    from cyxla._ffi.headers import header_ffi_version
 
     return header_ffi_version(jax.ffi.include_dir())
 
