@@ -165,6 +165,19 @@ def test_a_qualifying_program_runs_on_kernels_bit_for_bit(name: str) -> None:
         np.testing.assert_allclose(o, t, rtol=1e-6, atol=1e-6)
 
 
+def test_a_kernel_of_hundreds_of_arguments_runs_on_kernels_bit_for_bit() -> None:
+    """A kernel's arguments are resolved once for the call's memory, so their number has
+    no limit of its own (one of 256 came from a frame on the stack, which no call uses)."""
+
+    def weighted_sum(*xs: jax.Array) -> jax.Array:
+        return sum(x * (i + 1) for i, x in enumerate(xs))
+
+    default, pjrt = both_runners(cx.lower(weighted_sum, [spec((4,), F32)] * 300))
+    assert default.runner.name == "kernels", default.runner.reason
+    assert "(1 kernel)" in default.runner.reason  # one kernel of 301 arguments
+    check_doors(default, pjrt, seeds=1)
+
+
 def test_a_switch_takes_the_branch_its_index_names_and_clamps_the_rest() -> None:
     default, pjrt = both_runners(cx.lower(_switch, [spec((), jnp.int32), spec((4,), F32)]))
     assert default.runner.name == "kernels", default.runner.reason
